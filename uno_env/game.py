@@ -201,7 +201,7 @@ class Game:
         self.events.append((PLAY, seat, card, colour))
         if self.hand_sizes[seat] == 0:
             self.outcome = seat
-        elif rank == SKIP or rank == REVERSE:
+        elif rank in (SKIP, REVERSE):
             pass  # the opponent loses its turn: the same seat moves again
         elif rank == DRAW2:
             self.pending_draw = 2
