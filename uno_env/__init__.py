@@ -1,0 +1,27 @@
+"""Two-player UNO for reinforcement learning: a rules engine, a Gymnasium environment and beliefs.
+
+``import uno_env`` registers ``Uno-v0``::
+
+    import gymnasium as gym
+    import uno_env  # noqa: F401
+
+    env = gym.make("Uno-v0", opponent="rule")
+    obs, info = env.reset(seed=0)
+    action = int(info["action_mask"].nonzero()[0][0])
+    obs, reward, terminated, truncated, info = env.step(action)
+"""
+
+import gymnasium as gym
+
+from uno_env.env import UnoEnv
+from uno_env.game import Game, IllegalActionError
+from uno_env.opponents import Policy, RandomPolicy, RulePolicy, make_policy, register_policy
+from uno_env.view import PublicView
+
+__all__ = [
+    "Game", "IllegalActionError", "Policy", "PublicView", "RandomPolicy", "RulePolicy", "UnoEnv",
+    "make_policy", "register_policy",
+]  # fmt: skip
+
+if "Uno-v0" not in gym.registry:
+    gym.register(id="Uno-v0", entry_point="uno_env.env:UnoEnv", max_episode_steps=1000)

@@ -1,0 +1,212 @@
+"""The Gymnasium environment: two-player UNO seen from one seat, the other seat played by a policy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from uno_env.cards import CARD_NAMES, COLOURS, NUM_ACTIONS, action_name
+from uno_env.game import Game, IllegalActionError
+from uno_env.observation import SeatObserver
+from uno_env.opponents import Policy, make_policy
+from uno_env.view import DRAWN, LOSS, WIN, PublicView, event_to_dict
+
+AGENT, OPPONENT = 0, 1
+_REWARD = {WIN: 1.0, LOSS: -1.0, DRAWN: 0.0}
+
+
+class UnoEnv(gym.Env):
+    """Two-player UNO (RULES.md) as a POMDP from the agent's seat, with an embedded opponent policy.
+
+    ## Description
+    The agent plays one seat of a two-player UNO game; the other seat is played by an embedded
+    policy (``"random"``, ``"rule"``, or any object with ``reset(seed)`` and ``act(view)``). Each
+    ``step`` applies the agent's action, then lets the opponent move until it is the agent's turn
+    again or the game is over. Forced draws (a pending +2/+4) are agent decisions with one legal
+    action. Skip, Reverse, +2 and +4 give the player who played them another turn.
+
+    ## Action Space
+    ``Discrete(61)``: ``colour * 15 + rank`` plays a card (colours red, green, blue, yellow;
+    ranks 0-9, skip, reverse, draw2; rank 13/14 plays a wild / wild draw four declaring
+    ``colour``); ``60`` draws. Legal actions: ``env.action_masks()`` (bool, sb3-contrib's convention)
+    or ``info["action_mask"]`` (int8). The mask is never all zero; after the game ends only 60 is set.
+
+    ## Observation Space
+    By default a flat ``Box(0, high, (294 + B,), float32)`` of the channels documented in
+    :mod:`uno_env.observation` (own hand, legal actions, top card, active colour, pending draw,
+    opponent hand size, pile sizes, discard multiset, unseen cards), plus ``B`` belief features
+    when ``belief`` is not ``"none"``. With ``dict_obs=True``, a ``Dict`` of the same named channels.
+
+    ## Rewards
+    +1 when the agent wins, -1 when it loses, 0 for a drawn game and on every non-terminal step.
+
+    ## Episode End
+    Terminated when a player empties its hand, or when a draw cannot be supplied even after
+    reshuffling (fewer cards wins; equal hands draw), or on an illegal action with
+    ``illegal_action="lose"`` (a loss, ``info["illegal_action"] = True``). Truncated by the
+    ``TimeLimit`` of ``gym.make("Uno-v0")`` (1,000 agent steps by default, ``max_episode_steps``).
+    ``info`` carries the RULES.md public view after every reset and step; once the game is over,
+    ``info["winner"]`` (``"agent"``, ``"opponent"`` or ``"draw"``) and ``info["is_success"]``.
+
+    ## Arguments
+    * ``opponent``: policy name or object playing the other seat (default ``"random"``).
+    * ``first_player``: ``"agent"``, ``"opponent"`` or ``"random"`` (50/50, the default).
+    * ``belief``: ``"none"``, ``"counting"`` or ``"particles"``: belief features about the
+      opponent's hand in the observation (:mod:`uno_env.belief`). ``n_particles`` sets the filter size.
+    * ``dict_obs``: a ``Dict`` observation instead of the flat ``Box``.
+    * ``illegal_action``: ``"lose"`` (default, as PettingZoo and pgx) or ``"raise"``
+      (:class:`~uno_env.game.IllegalActionError`, the game state unchanged).
+    * ``render_mode``: ``None`` or ``"ansi"`` (a text picture of the table from the agent's side).
+
+    ``reset(seed=..., options={"scenario": S})`` starts from a RULES.md scenario; a malformed
+    scenario raises ``ValueError`` naming the problem and leaves the env as it was.
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}
+
+    def __init__(
+        self,
+        opponent: str | Policy = "random",
+        first_player: str = "random",
+        belief: str = "none",
+        n_particles: int = 1000,
+        dict_obs: bool = False,
+        illegal_action: str = "lose",
+        render_mode: str | None = None,
+    ) -> None:
+        if first_player not in ("agent", "opponent", "random"):
+            raise ValueError(f"first_player must be 'agent', 'opponent' or 'random', got {first_player!r}")
+        if illegal_action not in ("lose", "raise"):
+            raise ValueError(f"illegal_action must be 'lose' or 'raise', got {illegal_action!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        self.opponent = make_policy(opponent)
+        self.first_player = first_player
+        self.illegal_action = illegal_action
+        self.render_mode = render_mode
+        self.belief = belief
+        self._observer = SeatObserver(belief, n_particles, dict_obs, opponent_policy=self.opponent)
+        self._opponent_observer = SeatObserver(getattr(self.opponent, "belief", "none"), n_particles)
+
+        self.action_space = spaces.Discrete(NUM_ACTIONS)
+        channels = self._observer.channels()
+        if dict_obs:
+            self.observation_space = spaces.Dict(
+                {name: spaces.Box(0.0, high, (size,), np.float32) for name, size, high in channels})
+        else:
+            high = np.concatenate([high for _, _, high in channels]).astype(np.float32)
+            self.observation_space = spaces.Box(0.0, high, (high.size,), np.float32)
+
+        self._game: Game | None = None
+        self._view: PublicView | None = None
+        self._obs: Any = None
+        self._history: list[dict[str, Any]] = []
+
+    # ------------------------------------------------------------------ Gymnasium API
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        options = options or {}
+        unknown = set(options) - {"scenario"}
+        if unknown:
+            raise ValueError(f"unknown reset option(s): {', '.join(sorted(map(str, unknown)))}; known: scenario")
+        rng = self.np_random
+        if "scenario" in options:
+            game = Game.from_scenario(options["scenario"], rng)  # raises before any state changes
+        else:
+            first = {"agent": AGENT, "opponent": OPPONENT}.get(self.first_player)
+            game = Game.deal(rng, int(rng.integers(2)) if first is None else first)
+        self._game = game
+        self.opponent.reset(int(rng.integers(2**63)))
+        self._observer.start(game, AGENT, rng)
+        self._opponent_observer.start(game, OPPONENT, rng)
+        self._history = []
+        self._play_opponent()
+        return self._observe(), self._info()
+
+    def step(self, action):
+        game = self._game
+        if game is None:
+            raise RuntimeError("call reset() before step()")
+        if game.done:  # stepping a finished game changes nothing
+            return self._obs_copy(), 0.0, True, False, self._info()
+        try:
+            action = int(action)
+        except (TypeError, ValueError):
+            action = -1
+        if not game.is_legal(action):
+            if self.illegal_action == "raise":
+                raise IllegalActionError(game._illegal_message(action))
+            game.outcome = OPPONENT  # the illegal move forfeits the game
+            self._observe()
+            info = self._info()
+            info["illegal_action"] = True
+            return self._obs_copy(), -1.0, True, False, info
+        game.step(action)
+        self._play_opponent()
+        self._observe()
+        reward = _REWARD[self._view.outcome] if game.done else 0.0
+        return self._obs_copy(), reward, game.done, False, self._info()
+
+    def action_masks(self) -> np.ndarray:
+        """Bool mask of the agent's legal actions (sb3-contrib's ``MaskablePPO`` calls this)."""
+        if self._view is None:
+            raise RuntimeError("call reset() before action_masks()")
+        return self._view.action_mask.astype(bool)
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi" or self._view is None:
+            return None
+        return render_table(self._view, self._history[-8:])
+
+    # ------------------------------------------------------------------ internals
+    def _play_opponent(self) -> None:
+        game = self._game
+        while not game.done and game.current == OPPONENT:
+            view = self._opponent_observer.observe(game, OPPONENT)
+            action = self.opponent.act(view)
+            if not game.is_legal(action):
+                raise IllegalActionError(
+                    f"the embedded opponent {type(self.opponent).__name__} chose an illegal action: "
+                    + game._illegal_message(action))
+            game.step(action)
+
+    def _observe(self) -> Any:
+        self._view = self._observer.observe(self._game, AGENT)
+        self._obs = self._view.observation
+        if self.render_mode == "ansi":
+            self._history.extend(event_to_dict(event) for event in self._view.events)
+        return self._obs_copy()
+
+    def _obs_copy(self) -> Any:
+        if isinstance(self._obs, dict):
+            return {name: value.copy() for name, value in self._obs.items()}
+        return self._obs.copy()
+
+    def _info(self) -> dict[str, Any]:
+        return self._view.to_info()
+
+
+def render_table(view: PublicView, recent_events: list[dict[str, Any]]) -> str:
+    """A text picture of the table from the viewing seat's side."""
+    lines = [
+        f"Opponent: {view.opponent_hand_size} cards    Deck: {view.deck_size}    Discard pile: {view.discard_size}",
+        f"Top card: {CARD_NAMES[view.top]}    Colour in force: {COLOURS[view.active_colour]}"
+        + (f"    You must draw {view.pending_draw}" if view.pending_draw else ""),
+        f"Your hand ({view.hand_size}): {' '.join(view.hand_names)}",
+    ]
+    for event in recent_events:
+        if event["kind"] == "reshuffle":
+            lines.append("  - the discard pile was reshuffled into the deck")
+        elif event["kind"] == "play":
+            lines.append(f"  - {event['player']} played {event['card']} (colour now {event['colour']})")
+        else:
+            cards = f": {', '.join(event['cards'])}" if "cards" in event else ""
+            lines.append(f"  - {event['player']} drew {event['count']}{cards}")
+    if view.outcome is not None:
+        lines.append({WIN: "You won.", LOSS: "You lost.", DRAWN: "The game is drawn."}[view.outcome])
+    else:
+        lines.append("Legal: " + ", ".join(f"{a}={action_name(a)}" for a in view.legal_actions))
+    return "\n".join(lines)

@@ -1,0 +1,151 @@
+"""Encoding one seat's public view (plus optional belief features) as arrays.
+
+The flat observation is the concatenation of these channels, in this order (all float32):
+
+============================  ====  ==========================================================
+channel                       size  meaning
+============================  ====  ==========================================================
+``hand``                        54  copies of each card type in the seat's hand (0-4)
+``legal``                       61  1 where the action is legal now (the action mask)
+``top``                         54  one-hot of the top card's type
+``active_colour``                4  one-hot of the colour in force (red, green, blue, yellow)
+``pending_draw``                 2  [a +2 is pending, a +4 is pending] against this seat
+``opponent_cards``               7  one-hot of the opponent's hand size: 1, 2, ..., 6, 7 or more
+``sizes``                        4  own hand, opponent hand, deck, discard pile sizes, each / 108
+``discard``                     54  copies of each card type in the discard pile
+``unseen``                      54  copies of each type neither in the hand nor in the discard pile
+                                    (they are in the deck or the opponent's hand: card counting)
+``belief``                       B  only with a belief tracker: see :mod:`uno_env.belief`
+============================  ====  ==========================================================
+
+``opponent_cards`` exists because "the opponent has one card left" changes what a good player does,
+and a scaled size alone makes that a tiny difference in one input.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from uno_env.cards import COPIES, DECK_SIZE, DRAW_ACTION, NUM_ACTIONS, NUM_CARD_TYPES
+from uno_env.game import Game
+from uno_env.view import PublicView
+
+_COPIES = np.array(COPIES, dtype=np.float32)
+_ONES = np.ones
+
+#: (name, size, upper bound per entry) of every channel without beliefs, in flat order.
+BASE_CHANNELS: tuple[tuple[str, int, np.ndarray], ...] = (
+    ("hand", NUM_CARD_TYPES, _COPIES),
+    ("legal", NUM_ACTIONS, _ONES(NUM_ACTIONS, np.float32)),
+    ("top", NUM_CARD_TYPES, _ONES(NUM_CARD_TYPES, np.float32)),
+    ("active_colour", 4, _ONES(4, np.float32)),
+    ("pending_draw", 2, _ONES(2, np.float32)),
+    ("opponent_cards", 7, _ONES(7, np.float32)),
+    ("sizes", 4, _ONES(4, np.float32)),
+    ("discard", NUM_CARD_TYPES, _COPIES),
+    ("unseen", NUM_CARD_TYPES, _COPIES),
+)
+BASE_SIZE = sum(size for _, size, _ in BASE_CHANNELS)
+_OFFSET = {}
+_start = 0
+for _name, _size, _ in BASE_CHANNELS:
+    _OFFSET[_name] = _start
+    _start += _size
+del _start, _name, _size
+
+
+def encode_base(view: PublicView) -> np.ndarray:
+    """The flat float32 encoding of a public view, without belief features (see the module table)."""
+    obs = np.zeros(BASE_SIZE, dtype=np.float32)
+    hand = np.array(view.hand, dtype=np.float32)
+    discard = np.array(view.discard, dtype=np.float32)
+    obs[0:NUM_CARD_TYPES] = hand
+    legal = _OFFSET["legal"]
+    if view.legal_actions:
+        obs[[legal + a for a in view.legal_actions]] = 1.0
+    else:
+        obs[legal + DRAW_ACTION] = 1.0  # mirrors the action mask, which is never all zero
+    obs[_OFFSET["top"] + view.top] = 1.0
+    obs[_OFFSET["active_colour"] + view.active_colour] = 1.0
+    if view.pending_draw:
+        obs[_OFFSET["pending_draw"] + (0 if view.pending_draw == 2 else 1)] = 1.0
+    if view.opponent_hand_size:
+        obs[_OFFSET["opponent_cards"] + min(view.opponent_hand_size, 7) - 1] = 1.0
+    sizes = _OFFSET["sizes"]
+    obs[sizes:sizes + 4] = (view.hand_size, view.opponent_hand_size, view.deck_size, view.discard_size)
+    obs[sizes:sizes + 4] /= DECK_SIZE
+    start = _OFFSET["discard"]
+    obs[start:start + NUM_CARD_TYPES] = discard
+    start = _OFFSET["unseen"]
+    obs[start:start + NUM_CARD_TYPES] = _COPIES - hand - discard
+    return obs
+
+
+class SeatObserver:
+    """Follows one seat through a game: hands out its views and encodes them, keeping its belief tracker.
+
+    Every view of the seat must pass through :meth:`observe` (once per decision of the seat, and once
+    at the end of the game), because the belief tracker learns from the events each view carries.
+
+    Args:
+        belief: ``"none"``, ``"counting"`` or ``"particles"`` (see :mod:`uno_env.belief`).
+        n_particles: particle count for ``belief="particles"``.
+        dict_obs: encode as a dict of named 1-D channels instead of one flat vector.
+        opponent_policy: passed to the particle filter for its optional policy-aware likelihood.
+    """
+
+    def __init__(self, belief: str = "none", n_particles: int = 1000, dict_obs: bool = False,
+                 opponent_policy: Any = None) -> None:
+        if belief not in ("none", "counting", "particles"):
+            raise ValueError(f"belief must be 'none', 'counting' or 'particles', got {belief!r}")
+        if not isinstance(n_particles, int) or isinstance(n_particles, bool) or n_particles < 1:
+            raise ValueError(f"n_particles must be a positive int, got {n_particles!r}")
+        self.belief_kind = belief
+        self.n_particles = n_particles
+        self.dict_obs = dict_obs
+        self.opponent_policy = opponent_policy
+        self.tracker: Any = None
+        self.belief_size = 0
+        if belief != "none":
+            from uno_env.belief import BELIEF_FEATURES
+
+            self.belief_size = BELIEF_FEATURES
+
+    def channels(self) -> list[tuple[str, int, np.ndarray]]:
+        """(name, size, upper bound) of every channel this observer emits, in flat order."""
+        channels = list(BASE_CHANNELS)
+        if self.belief_size:
+            # Belief features are expected counts (at most 4 copies of a type) and probabilities.
+            channels.append(("belief", self.belief_size, np.full(self.belief_size, 4.0, np.float32)))
+        return channels
+
+    def start(self, game: Game, seat: int, rng: np.random.Generator) -> None:
+        """Begin a game: call right after the deal, before anyone moved."""
+        if self.belief_kind == "none":
+            return
+        from uno_env.belief import make_belief
+
+        self.tracker = make_belief(self.belief_kind, n_particles=self.n_particles, rng=rng,
+                                   opponent_policy=self.opponent_policy)
+        self.tracker.reset(game.observe(seat))
+
+    def observe(self, game: Game, seat: int) -> PublicView:
+        """The seat's next view, with this observer's encoder attached and the belief updated."""
+        view = game.observe(seat)
+        if self.tracker is not None:
+            self.tracker.update(view)
+        view.encoder = self.encode
+        return view
+
+    def encode(self, view: PublicView) -> np.ndarray | dict[str, np.ndarray]:
+        """Encode a view (flat vector or dict of channels, as configured)."""
+        base = encode_base(view)
+        belief = self.tracker.features().astype(np.float32) if self.tracker is not None else None
+        if not self.dict_obs:
+            return base if belief is None else np.concatenate((base, belief))
+        out = {name: base[_OFFSET[name]:_OFFSET[name] + size] for name, size, _ in BASE_CHANNELS}
+        if belief is not None:
+            out["belief"] = belief
+        return out
