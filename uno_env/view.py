@@ -83,7 +83,7 @@ class PublicView:
     @property
     def hand_names(self) -> list[str]:
         """The seat's cards as RULES.md names, grouped by card type."""
-        return [CARD_NAMES[card] for card, count in enumerate(self.hand) for _ in range(count)]
+        return [name for name, count in zip(CARD_NAMES, self.hand, strict=True) if count for _ in range(count)]
 
     def to_info(self) -> dict[str, Any]:
         """The RULES.md ``info`` dictionary (card names, ``"agent"`` meaning this seat)."""
