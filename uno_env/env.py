@@ -138,8 +138,8 @@ class UnoEnv(gym.Env):
             action = -1
         if not game.is_legal(action):
             if self.illegal_action == "raise":
-                raise IllegalActionError(game._illegal_message(action))
-            game.outcome = OPPONENT  # the illegal move forfeits the game
+                raise IllegalActionError(game.illegal_reason(action))
+            game.forfeit(AGENT)
             self._observe()
             info = self._info()
             info["illegal_action"] = True
@@ -170,7 +170,7 @@ class UnoEnv(gym.Env):
             if not game.is_legal(action):
                 raise IllegalActionError(
                     f"the embedded opponent {type(self.opponent).__name__} chose an illegal action: "
-                    + game._illegal_message(action))
+                    + game.illegal_reason(action))
             game.step(action)
 
     def _observe(self) -> Any:

@@ -179,7 +179,7 @@ class Game:
     def step(self, action: int) -> None:
         """Apply ``action`` for the seat to move. Raises :class:`IllegalActionError` if it is not legal."""
         if not self.is_legal(action):
-            raise IllegalActionError(self._illegal_message(action))
+            raise IllegalActionError(self.illegal_reason(action))
         seat = self.current
         if action == DRAW_ACTION:
             count = self.pending_draw or 1
@@ -241,7 +241,12 @@ class Game:
         self.discard_counts[top] = 1
         self.events.append((RESHUFFLE, -1, 0, None))
 
-    def _illegal_message(self, action: object) -> str:
+    def forfeit(self, seat: int) -> None:
+        """End the game as a loss for ``seat`` (how environments punish an illegal action)."""
+        self.outcome = 1 - seat
+
+    def illegal_reason(self, action: object) -> str:
+        """Why ``action`` is not legal now, listing the legal actions (for error messages)."""
         if self.outcome is not None:
             return "the game is over; call reset() before stepping again"
         if not isinstance(action, int | np.integer) or not 0 <= action < NUM_ACTIONS:

@@ -47,7 +47,7 @@ def play_game(policies: tuple[Policy, Policy], seed: int, first_player: int = 0,
         action = policies[seat].act(view)
         if not game.is_legal(action):
             raise IllegalActionError(f"{type(policies[seat]).__name__} on seat {seat}: "
-                                     + game._illegal_message(action))
+                                     + game.illegal_reason(action))
         game.step(action)
         decisions += 1
     winner = game.outcome if game.outcome is not None else -1
