@@ -54,32 +54,32 @@ for _name, _size, _ in BASE_CHANNELS:
     _OFFSET[_name] = _start
     _start += _size
 del _start, _name, _size
+_LEGAL, _TOP, _COLOUR, _PENDING = _OFFSET["legal"], _OFFSET["top"], _OFFSET["active_colour"], _OFFSET["pending_draw"]
+_OPPONENT_CARDS, _SIZES = _OFFSET["opponent_cards"], _OFFSET["sizes"]
+_DISCARD, _UNSEEN = _OFFSET["discard"], _OFFSET["unseen"]
 
 
 def encode_base(view: PublicView) -> np.ndarray:
     """The flat float32 encoding of a public view, without belief features (see the module table)."""
     obs = np.zeros(BASE_SIZE, dtype=np.float32)
-    hand = np.array(view.hand, dtype=np.float32)
-    discard = np.array(view.discard, dtype=np.float32)
-    obs[0:NUM_CARD_TYPES] = hand
-    legal = _OFFSET["legal"]
-    if view.legal_actions:
-        obs[[legal + a for a in view.legal_actions]] = 1.0
-    else:
-        obs[legal + DRAW_ACTION] = 1.0  # mirrors the action mask, which is never all zero
-    obs[_OFFSET["top"] + view.top] = 1.0
-    obs[_OFFSET["active_colour"] + view.active_colour] = 1.0
+    # The action mask is never all zero, so neither is this channel: draw stands in outside the seat's turn.
+    ones = [_LEGAL + a for a in view.legal_actions] if view.legal_actions else [_LEGAL + DRAW_ACTION]
+    ones.append(_TOP + view.top)
+    ones.append(_COLOUR + view.active_colour)
     if view.pending_draw:
-        obs[_OFFSET["pending_draw"] + (0 if view.pending_draw == 2 else 1)] = 1.0
+        ones.append(_PENDING + (view.pending_draw >> 2))  # 2 -> index 0, 4 -> index 1
     if view.opponent_hand_size:
-        obs[_OFFSET["opponent_cards"] + min(view.opponent_hand_size, 7) - 1] = 1.0
-    sizes = _OFFSET["sizes"]
-    obs[sizes:sizes + 4] = (view.hand_size, view.opponent_hand_size, view.deck_size, view.discard_size)
-    obs[sizes:sizes + 4] /= DECK_SIZE
-    start = _OFFSET["discard"]
-    obs[start:start + NUM_CARD_TYPES] = discard
-    start = _OFFSET["unseen"]
-    obs[start:start + NUM_CARD_TYPES] = _COPIES - hand - discard
+        ones.append(_OPPONENT_CARDS + min(view.opponent_hand_size, 7) - 1)
+    obs[ones] = 1.0
+    counts = np.array(view.hand + view.discard, dtype=np.float32)  # one conversion for both count vectors
+    hand, discard = counts[:NUM_CARD_TYPES], counts[NUM_CARD_TYPES:]
+    obs[:NUM_CARD_TYPES] = hand
+    obs[_DISCARD:_DISCARD + NUM_CARD_TYPES] = discard
+    unseen = obs[_UNSEEN:_UNSEEN + NUM_CARD_TYPES]
+    np.subtract(_COPIES, hand, out=unseen)
+    unseen -= discard
+    obs[_SIZES:_SIZES + 4] = (view.hand_size / DECK_SIZE, view.opponent_hand_size / DECK_SIZE,
+                              view.deck_size / DECK_SIZE, view.discard_size / DECK_SIZE)
     return obs
 
 
