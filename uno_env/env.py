@@ -122,6 +122,8 @@ class UnoEnv(gym.Env):
         self.opponent.reset(int(rng.integers(2**63)))
         self._observer.start(game, AGENT, rng)
         self._opponent_observer.start(game, OPPONENT, rng)
+        if hasattr(self.opponent, "observe_start"):  # the optional Policy hook (uno_env.opponents)
+            self.opponent.observe_start(game.observe(OPPONENT, consume_events=False))
         self._history = []
         self._play_opponent()
         return self._observe(), self._info()

@@ -7,6 +7,7 @@ followed by its own :class:`~uno_env.observation.SeatObserver` (so a policy that
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,12 +27,16 @@ class GameResult:
 
 
 def play_game(policies: tuple[Policy, Policy], seed: int, first_player: int = 0,
-              n_particles: int = 1000, max_decisions: int = 5000) -> GameResult:
+              n_particles: int = 1000, max_decisions: int = 5000,
+              on_deal: Callable[[Game], None] | None = None) -> GameResult:
     """Play one game between ``policies[0]`` (seat 0) and ``policies[1]`` (seat 1).
 
     The deal depends only on ``seed``, so calling this twice with the same seed and the seats'
     policies swapped replays the same deal with the seats exchanged (a paired comparison).
     A game still running after ``max_decisions`` counts as a draw.
+    A policy with an ``observe_start(view)`` method gets its seat's view right after the deal.
+    ``on_deal(game)``, if given, receives the dealt game before anyone moves: it is for measurement
+    code that needs the hidden state (the search player's oracle), never for a policy.
     """
     deal_rng, reshuffle_rng, policy_seeds = _streams(seed)
     game = Game.deal(deal_rng, first_player)
@@ -40,6 +45,10 @@ def play_game(policies: tuple[Policy, Policy], seed: int, first_player: int = 0,
     for seat, (policy, observer) in enumerate(zip(policies, observers, strict=True)):
         policy.reset(int(policy_seeds[seat]))
         observer.start(game, seat, np.random.default_rng(policy_seeds[seat] + 1))
+        if hasattr(policy, "observe_start"):
+            policy.observe_start(game.observe(seat, consume_events=False))
+    if on_deal is not None:
+        on_deal(game)
     decisions = 0
     while not game.done and decisions < max_decisions:
         seat = game.current

@@ -9,6 +9,11 @@ A *policy* plays one seat. It is any object with
 A policy may declare ``belief = "counting"`` (or ``"particles"``) to have belief features in the
 ``view.observation`` it receives; by default it gets the base encoding.
 
+A policy may also have an optional ``observe_start(view)`` method: harnesses (``UnoEnv``,
+``uno_env.match.play_game``) call it after ``reset`` with the seat's view right after the deal, before
+anyone moves, so a policy that tracks the game itself (the search player's belief) starts from the
+initial position even when the other seat moves first.
+
 Built in, by name: ``"random"`` (uniform over legal action ids) and ``"rule"`` (:class:`RulePolicy`).
 Other modules add names with :func:`register_policy` (the search player registers ``"search"``).
 """
