@@ -1,0 +1,133 @@
+"""Helpers shared by the engine and environment tests.
+
+Everything here is written from RULES.md, not from ``uno_env``: the card list, the action ids by
+name and the playability rule are restated independently so that the tests compare the engine
+against the rules rather than against itself.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+COLOUR_ORDER = ("red", "green", "blue", "yellow")
+RANK_ORDER = ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "skip", "reverse", "draw2", "wild", "wild_draw4")
+DRAW = 60
+WILDS = ("wild", "wild_draw4")
+
+
+def deck_names() -> list[str]:
+    """The 108 cards of RULES.md "Cards" by name: per colour one 0 and two of everything else, 4+4 wilds."""
+    names: list[str] = []
+    for colour in COLOUR_ORDER:
+        names.append(f"{colour}:0")
+        for rank in RANK_ORDER[1:13]:
+            names += [f"{colour}:{rank}"] * 2
+    return names + ["wild"] * 4 + ["wild_draw4"] * 4
+
+
+def minus(pool: Iterable[str], names: Iterable[str]) -> list[str]:
+    """Multiset difference ``pool - names``, keeping ``pool``'s order; every name must be in the pool."""
+    left = list(pool)
+    for name in names:
+        left.remove(name)
+    return left
+
+
+def act(card: str, colour: str | None = None) -> int:
+    """The RULES.md action id that plays ``card`` (declaring ``colour`` for a wild)."""
+    if card in WILDS:
+        if colour is None:
+            raise ValueError("a wild needs a declared colour")
+        return COLOUR_ORDER.index(colour) * 15 + RANK_ORDER.index(card)
+    card_colour, rank = card.split(":")
+    return COLOUR_ORDER.index(card_colour) * 15 + RANK_ORDER.index(rank)
+
+
+def wild_actions(card: str) -> set[int]:
+    """The four action ids that play ``card`` (a wild kind), one per declared colour."""
+    return {act(card, colour) for colour in COLOUR_ORDER}
+
+
+def scenario(
+    agent: Sequence[str],
+    opponent: Sequence[str],
+    discard: Sequence[str],
+    deck: Sequence[str] = (),
+    *,
+    rest: str = "deck",
+    to_move: str = "agent",
+    pending_draw: int = 0,
+    active_colour: str | None = None,
+) -> dict[str, Any]:
+    """A valid RULES.md scenario. The cards not named go to ``rest``.
+
+    ``rest`` is ``"deck"`` (after the named deck cards), ``"discard"`` (under the named discard cards),
+    ``"agent"`` or ``"opponent"`` (appended to that hand).
+    """
+    named = [*agent, *opponent, *discard, *deck]
+    remaining = minus(deck_names(), named)
+    parts = {"agent": list(agent), "opponent": list(opponent), "deck": list(deck), "discard": list(discard)}
+    if rest == "discard":
+        parts["discard"] = remaining + parts["discard"]
+    else:
+        parts[rest] += remaining
+    out: dict[str, Any] = {
+        "agent_hand": parts["agent"], "opponent_hand": parts["opponent"], "deck": parts["deck"],
+        "discard": parts["discard"], "to_move": to_move, "pending_draw": pending_draw,
+    }
+    if active_colour is not None:
+        out["active_colour"] = active_colour
+    return out
+
+
+def legal_by_rules(hand: Iterable[str], top: str, active_colour: str, pending_draw: int) -> set[int]:
+    """The legal action ids of RULES.md "A turn", derived from names only.
+
+    A pending draw allows only drawing; otherwise every playable card may be played (a wild with any
+    declared colour), and drawing is legal only when nothing is playable.
+    """
+    if pending_draw:
+        return {DRAW}
+    top_rank = None if top in WILDS else top.split(":")[1]
+    legal: set[int] = set()
+    for card in set(hand):
+        if card in WILDS:
+            legal |= wild_actions(card)
+            continue
+        colour, rank = card.split(":")
+        if colour == active_colour or rank == top_rank:
+            legal.add(act(card))
+    return legal or {DRAW}
+
+
+def mask_set(mask: Any) -> set[int]:
+    """The action ids set in a 61-long mask."""
+    return {int(i) for i, flag in enumerate(mask) if flag}
+
+
+def same_cards(a: Iterable[str], b: Iterable[str]) -> bool:
+    """Whether two lists of card names hold the same multiset."""
+    return Counter(a) == Counter(b)
+
+
+class ScriptedPolicy:
+    """An opponent that plays a fixed list of action ids, recording every view it is shown.
+
+    Asking it to move past the end of its script is a test failure: it means the env let the
+    opponent move when the rules say it should not.
+    """
+
+    def __init__(self, actions: Iterable[int]) -> None:
+        self.actions = list(actions)
+        self.views: list[Any] = []
+
+    def reset(self, seed: int | None = None) -> None:
+        """Keep the script: one ScriptedPolicy serves one game."""
+
+    def act(self, view: Any) -> int:
+        self.views.append(view)
+        if not self.actions:
+            raise AssertionError("the scripted opponent was asked to move beyond its script")
+        return self.actions.pop(0)
