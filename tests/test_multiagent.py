@@ -7,8 +7,9 @@ import warnings
 import numpy as np
 import pytest
 from pettingzoo.test import api_test, seed_test
+from uno_testlib import DRAW, act, scenario
 
-from uno_env.cards import CARD_NAMES, COPIES, DRAW_ACTION, card_actions, card_id
+from uno_env.cards import CARD_NAMES
 from uno_env.game import IllegalActionError
 from uno_env.multiagent import UnoAECEnv, env
 from uno_env.observation import encode_base
@@ -75,7 +76,7 @@ def test_full_random_game_follows_the_engine():
         assert np.flatnonzero(obs["action_mask"]).tolist() == game.legal_actions()
         assert np.array_equal(obs["observation"], encode_base(game.observe(seat, consume_events=False)))
         waiting = aec.observe(f"player_{1 - seat}")
-        assert np.flatnonzero(waiting["action_mask"]).tolist() == [DRAW_ACTION]
+        assert np.flatnonzero(waiting["action_mask"]).tolist() == [DRAW]
         assert info["hand"] == [CARD_NAMES[c] for c in range(54) for _ in range(game.hands[seat][c])]
         aec.step(int(rng.choice(np.flatnonzero(obs["action_mask"]))))
         assert game.card_count() == 108
@@ -118,21 +119,17 @@ def test_illegal_action_can_raise_and_leave_the_game_unchanged():
     assert not any(aec.terminations.values())
 
 
-def scenario(to_move: str) -> dict:
-    """player_0 holds one red:7 on a red:3; everything else is arranged so the counts add up to 108."""
-    rest = [CARD_NAMES[c] for c in range(54) for _ in range(COPIES[c])]
-    for name in ("red:7", "red:3", "blue:1", "blue:2"):
-        rest.remove(name)
-    return {"agent_hand": ["red:7"], "opponent_hand": ["blue:1", "blue:2"], "deck": rest,
-            "discard": ["red:3"], "to_move": to_move, "pending_draw": 0}
+def one_card_left() -> dict:
+    """player_0 holds only red:7 on a red:3 and moves first; player_1 holds two blue cards."""
+    return scenario(["red:7"], ["blue:1", "blue:2"], ["red:3"])
 
 
 def test_scenario_start_and_immediate_win():
     aec = env()
-    aec.reset(seed=0, options={"scenario": scenario("agent")})
+    aec.reset(seed=0, options={"scenario": one_card_left()})
     assert aec.agent_selection == "player_0"
     assert aec.infos["player_0"]["hand"] == ["red:7"]
-    aec.step(card_actions(card_id("red:7"))[0])
+    aec.step(act("red:7"))
     assert aec.rewards == {"player_0": 1.0, "player_1": -1.0}
     assert aec.infos["player_0"]["is_success"] is True
 
@@ -140,7 +137,7 @@ def test_scenario_start_and_immediate_win():
 def test_bad_scenario_raises_and_keeps_the_env_usable():
     aec = env()
     aec.reset(seed=0)
-    bad = scenario("agent") | {"pending_draw": 3}
+    bad = one_card_left() | {"pending_draw": 3}
     with pytest.raises(ValueError, match="pending_draw"):
         aec.reset(options={"scenario": bad})
     obs, *_ = aec.last()
