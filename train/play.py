@@ -1,0 +1,250 @@
+"""Play two-player UNO in the terminal against a built-in opponent or any Policy.
+
+    uno-play                                    # against the rule-based player
+    uno-play --opponent random --seed 7 --first agent
+    uno-play --opponent mypackage.players:MyPolicy --show-belief
+    python -m train.play --help
+
+You sit in the ``"agent"`` seat of RULES.md. At each of your turns the table is shown (the top card,
+the colour in force, your hand, what happened since your last turn) with your legal moves numbered
+1..k: type a number and press Enter, or ``q`` to leave. When you have no playable card, or must take
+a +2/+4, the draw happens by itself. ``--seed`` replays the same deal and the same opponent; without
+it a seed is picked and printed, so any game can be replayed.
+
+``--opponent`` takes a registered name (``random``, ``rule``, and whatever the ``agents`` package
+registers, such as ``search``) or ``module:attribute`` naming a Policy object, class or factory.
+
+``--show-belief`` prints, at each of your turns, what a card-counting belief tracker on the
+opponent's seat (:mod:`uno_env.belief`, fed exactly the opponent's public view) expects your hand to
+hold, next to what you really hold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from uno_env.cards import CARD_NAMES, DRAW_ACTION, action_card, action_colour, action_name
+from uno_env.env import render_table
+from uno_env.game import Game
+from uno_env.observation import SeatObserver
+from uno_env.opponents import Policy, make_policy, policy_names
+from uno_env.view import PublicView, event_to_dict
+
+HUMAN, OPPONENT = 0, 1
+FIRST_CHOICES = ("agent", "opponent", "random")
+QUIT_WORDS = ("q", "quit", "exit")
+
+
+def resolve_policy(spec: str) -> Policy:
+    """A policy from a registered name or ``module:attribute`` (an object with reset/act, or a class/factory).
+
+    Raises ``ValueError`` with a message meant for the user when the spec cannot be resolved.
+    """
+    if ":" in spec:
+        module_name, _, attribute = spec.partition(":")
+        try:
+            target: Any = importlib.import_module(module_name)
+        except ImportError as err:
+            raise ValueError(f"cannot import module {module_name!r} from {spec!r}: {err}") from None
+        for part in attribute.split("."):
+            try:
+                target = getattr(target, part)
+            except AttributeError:
+                raise ValueError(f"module {module_name!r} has no attribute {attribute!r}") from None
+        is_instance = callable(getattr(target, "act", None)) and not isinstance(target, type)
+        if not is_instance and callable(target):
+            target = target()
+        try:
+            return make_policy(target)
+        except TypeError as err:
+            raise ValueError(f"{spec!r} is not a policy: {err}") from None
+    importlib.import_module("agents")  # the agents package registers its players' names on import
+    try:
+        return make_policy(spec)
+    except ValueError as err:
+        raise ValueError(f"{err}; or give module:attribute") from None
+
+
+class BeliefWatch:
+    """What the opponent's seat could infer about the human's hand: a card-counting tracker fed every opponent view.
+
+    The tracker lives in a :class:`~uno_env.observation.SeatObserver` of the opponent's seat. It must see
+    every view the opponent's seat is given (:meth:`update`); to show the belief at the human's turn it
+    also needs the events since the opponent's last view, which it learns on a copy (:meth:`expected_hand`),
+    so the real tracker still receives each event exactly once.
+    """
+
+    def __init__(self, game: Game, rng: np.random.Generator) -> None:
+        self.observer = SeatObserver(belief="counting")
+        self.observer.start(game, OPPONENT, rng)
+
+    def update(self, view: PublicView) -> None:
+        """Learn from a view of the opponent's seat (call for every one of them, in order)."""
+        self.observer.tracker.update(view)
+
+    def expected_hand(self, game: Game) -> np.ndarray:
+        """Expected copies of each card type in the human's hand, given the opponent's public view now."""
+        tracker = copy.deepcopy(self.observer.tracker)
+        tracker.update(game.observe(OPPONENT, consume_events=False))
+        return np.asarray(tracker.expected_counts(), dtype=float)
+
+    def describe(self, game: Game, hand: Sequence[int], top: int = 6) -> list[str]:
+        """Lines for the terminal: the ``top`` card types the opponent most expects you to hold."""
+        expected = self.expected_hand(game)
+        order = sorted(range(len(expected)), key=lambda card: (-expected[card], card))[:top]
+        lines = [f"The opponent's card counting expects you to hold (top {top} card types):"]
+        lines += [f"  {CARD_NAMES[card]:<18} {expected[card]:5.2f} expected   you hold {hand[card]}"
+                  for card in order]
+        return lines
+
+
+def belief_watch_or_reason(game: Game, rng: np.random.Generator) -> tuple[BeliefWatch | None, str]:
+    """A :class:`BeliefWatch`, or ``None`` and why the belief cannot be shown in this installation."""
+    try:
+        return BeliefWatch(game, rng), ""
+    except ImportError as err:
+        return None, f"(--show-belief: the belief tracker is not available in this installation: {err})"
+
+
+def ask_move(legal: Sequence[int], read: Callable[[str], str], write: Callable[[str], None]) -> int | None:
+    """Prompt until the human picks one of ``legal`` by its number; ``None`` when they quit or input ends."""
+    for number, action in enumerate(legal, start=1):
+        write(f"  {number}) {action_name(action)}")
+    prompt = f"Your move [{'1' if len(legal) == 1 else f'1-{len(legal)}'}, q to quit]: "
+    while True:
+        try:
+            answer = read(prompt).strip()
+        except EOFError:
+            write("\nInput ended: leaving the game.")
+            return None
+        if answer.lower() in QUIT_WORDS:
+            write("You left the game.")
+            return None
+        if not answer:
+            write(f"Please type the number of a move, from 1 to {len(legal)}.")
+            continue
+        try:
+            number = int(answer)
+        except ValueError:
+            write(f"{answer!r} is not a number: type the number of a move, from 1 to {len(legal)}, or q to quit.")
+            continue
+        if not 1 <= number <= len(legal):
+            write(f"There is no move {number}: choose a number from 1 to {len(legal)}.")
+            continue
+        return legal[number - 1]
+
+
+def table_text(view: PublicView) -> str:
+    """The table from the human's side (render_table), with "you" in the events and no action-id line."""
+    events = []
+    for event in view.events:
+        entry = event_to_dict(event)
+        if entry.get("player") == "agent":
+            entry["player"] = "you"
+        events.append(entry)
+    text = render_table(view, events)
+    if view.outcome is None:  # the last line lists action ids; the human gets a numbered list instead
+        text = text.rsplit("\n", 1)[0]
+    return text
+
+
+def play(opponent: Policy, seed: int, first: str = "random", show_belief: bool = False,
+         read: Callable[[str], str] = input, write: Callable[[str], None] = print) -> str:
+    """Play one game between the human (via ``read``/``write``) and ``opponent``.
+
+    Returns ``"agent"``, ``"opponent"`` or ``"draw"`` for a finished game, ``"abandoned"`` when the human
+    quit or the input ended.
+    """
+    deal_seed, policy_seed, belief_seed = np.random.SeedSequence(seed).spawn(3)
+    rng = np.random.default_rng(deal_seed)
+    first_seat = {"agent": HUMAN, "opponent": OPPONENT}.get(first)
+    game = Game.deal(rng, int(rng.integers(2)) if first_seat is None else first_seat)
+    opponent.reset(int(np.random.default_rng(policy_seed).integers(2**62)))
+    observer = SeatObserver(getattr(opponent, "belief", "none"))
+    observer.start(game, OPPONENT, np.random.default_rng(policy_seed))
+    if hasattr(opponent, "observe_start"):  # the optional Policy hook (uno_env.opponents)
+        opponent.observe_start(game.observe(OPPONENT, consume_events=False))
+    watch = None
+    if show_belief:
+        watch, reason = belief_watch_or_reason(game, np.random.default_rng(belief_seed))
+        if watch is None:
+            write(reason)
+    write(f"You play against {type(opponent).__name__}; seed {seed}; "
+          f"{'you move' if game.current == HUMAN else 'the opponent moves'} first.")
+
+    while not game.done:
+        if game.current == OPPONENT:
+            view = observer.observe(game, OPPONENT)
+            if watch is not None:
+                watch.update(view)
+            action = opponent.act(view)
+            if not game.is_legal(action):
+                raise RuntimeError(f"the opponent {type(opponent).__name__} chose an illegal action: "
+                                   + game.illegal_reason(action))
+            game.step(action)
+            continue
+        view = game.observe(HUMAN)
+        write("\n== Your turn ==")
+        write(table_text(view))
+        if watch is not None:
+            for line in watch.describe(game, view.hand):
+                write(line)
+        if view.legal_actions == [DRAW_ACTION]:
+            reason = f"You must draw {view.pending_draw}." if view.pending_draw else "No playable card: you draw."
+            write(reason)
+            game.step(DRAW_ACTION)
+            continue
+        # Numbered in hand order (card type, then declared colour) rather than by action id.
+        moves = sorted(view.legal_actions, key=lambda a: (action_card(a), action_colour(a)))
+        action = ask_move(moves, read, write)
+        if action is None:
+            return "abandoned"
+        game.step(action)
+
+    final = game.observe(HUMAN)
+    write("\n== Game over ==")
+    write(table_text(final))
+    return final.to_info()["winner"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``uno-play``."""
+    parser = argparse.ArgumentParser(
+        prog="uno-play", description="Play two-player UNO in the terminal against an agent or a built-in opponent.")
+    parser.add_argument("--opponent", default="rule",
+                        help="a registered name (" + ", ".join(policy_names()) + ", ...) or module:attribute "
+                             "naming a Policy object, class or factory (default: rule)")
+    parser.add_argument("--seed", type=int, default=None, help="seed of the deal and the opponent (default: random)")
+    parser.add_argument("--first", choices=FIRST_CHOICES, default="random",
+                        help="who moves first: agent (you), opponent, or random (default)")
+    parser.add_argument("--show-belief", action="store_true",
+                        help="show what the opponent's card counting expects your hand to hold")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``uno-play`` and ``python -m train.play``; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        opponent = resolve_policy(args.opponent)
+    except ValueError as err:
+        parser.error(str(err))
+    seed = args.seed if args.seed is not None else int(np.random.default_rng().integers(1_000_000))
+    try:
+        play(opponent, seed, args.first, args.show_belief)
+    except KeyboardInterrupt:
+        print("\nInterrupted: leaving the game.")
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
