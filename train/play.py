@@ -176,7 +176,7 @@ def play(opponent: Policy, seed: int, first: str = "random", show_belief: bool =
         watch, reason = belief_watch_or_reason(game, np.random.default_rng(belief_seed))
         if watch is None:
             write(reason)
-    write(f"You play against {type(opponent).__name__}; seed {seed}; "
+    write(f"You play against {getattr(opponent, 'name', type(opponent).__name__)}; seed {seed}; "
           f"{'you move' if game.current == HUMAN else 'the opponent moves'} first.")
 
     while not game.done:
