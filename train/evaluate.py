@@ -1,0 +1,289 @@
+"""Evaluate a player against opponents: paired, seat-balanced games spread over the CPU cores.
+
+Every *deal pair* is one deal (one seed of :func:`uno_env.match.play_game`) played twice with
+the seats swapped, so each player holds each hand once and moves first once; much of the luck
+of the deal cancels. All deal seeds derive from one ``seed``, and the same deals are used against
+every opponent, so results are reproducible and do not depend on the number of worker processes.
+
+Scores count a win as 1, a draw as 1/2, a loss as 0. The 95% confidence interval is a paired
+t-interval over deal pairs (each pair's mean score is one observation, which keeps the
+correlation between the two games of a pair honest); when every pair has the same score (so the
+sample variance is zero) the Wilson score interval over the games is used instead.
+
+Command line (``uno-evaluate`` or ``python -m train.evaluate``)::
+
+    uno-evaluate runs/default-.../ --opponents random rule --pairs 500
+    uno-evaluate ppo-none --opponents random rule ppo-counting --workers 2 --json out.json
+    uno-evaluate --tournament random rule ppo-none ppo-counting --pairs 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from collections.abc import Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from train.policies import checkpoint_path, label, resolve_policy
+from uno_env.match import play_game
+from uno_env.opponents import Policy
+
+Player = str | Policy
+_Z95 = 1.959963984540054
+_T95_SMALL = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776}
+
+
+@dataclass(frozen=True)
+class MatchResult:
+    """The outcome of ``agent`` against ``opponent`` over ``pairs`` deal pairs (2 games each)."""
+
+    agent: str
+    opponent: str
+    pair_scores: np.ndarray = field(repr=False)  # (pairs, 2): the agent's score in each game of each pair
+    lengths: np.ndarray = field(repr=False)  # (pairs, 2): decisions per game
+
+    @property
+    def pairs(self) -> int:
+        return len(self.pair_scores)
+
+    @property
+    def games(self) -> int:
+        return self.pair_scores.size
+
+    @property
+    def wins(self) -> int:
+        return int((self.pair_scores == 1.0).sum())
+
+    @property
+    def draws(self) -> int:
+        return int((self.pair_scores == 0.5).sum())
+
+    @property
+    def losses(self) -> int:
+        return int((self.pair_scores == 0.0).sum())
+
+    @property
+    def score(self) -> float:
+        """Mean score of the agent: its win rate with draws counted as half."""
+        return float(self.pair_scores.mean())
+
+    @property
+    def ci(self) -> tuple[float, float]:
+        """95% confidence interval of :attr:`score` (module docstring)."""
+        return paired_interval(self.pair_scores)
+
+    @property
+    def mean_length(self) -> float:
+        """Mean decisions per game (both players, forced draws included)."""
+        return float(self.lengths.mean())
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary."""
+        low, high = self.ci
+        return {"agent": self.agent, "opponent": self.opponent, "pairs": self.pairs, "games": self.games,
+                "wins": self.wins, "draws": self.draws, "losses": self.losses, "win_rate": self.score,
+                "ci_low": low, "ci_high": high, "mean_length": self.mean_length}
+
+
+def t_quantile_975(df: int) -> float:
+    """The 97.5% quantile of Student's t with ``df`` degrees of freedom (Cornish-Fisher for df > 4)."""
+    if df in _T95_SMALL:
+        return _T95_SMALL[df]
+    z = _Z95
+    terms = ((z**3 + z) / 4, (5 * z**5 + 16 * z**3 + 3 * z) / 96,
+             (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384,
+             (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160)
+    return z + sum(term / df ** (k + 1) for k, term in enumerate(terms))
+
+
+def wilson_interval(successes: float, n: int) -> tuple[float, float]:
+    """95% Wilson score interval for a proportion (``successes`` may count draws as halves)."""
+    p = successes / n
+    denominator = 1 + _Z95**2 / n
+    centre = (p + _Z95**2 / (2 * n)) / denominator
+    half = _Z95 * math.sqrt(p * (1 - p) / n + _Z95**2 / (4 * n * n)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def paired_interval(pair_scores: np.ndarray) -> tuple[float, float]:
+    """95% CI of the mean score: paired t over deal pairs, Wilson over games if the pairs show no spread."""
+    means = pair_scores.mean(axis=1)
+    n = len(means)
+    spread = means.std(ddof=1) if n > 1 else 0.0
+    if spread == 0.0:
+        return wilson_interval(float(pair_scores.sum()), pair_scores.size)
+    half = t_quantile_975(n - 1) * spread / math.sqrt(n)
+    mean = float(means.mean())
+    return max(0.0, mean - half), min(1.0, mean + half)
+
+
+def deal_seeds(seed: int, pairs: int) -> tuple[np.ndarray, np.ndarray]:
+    """The game seeds and first-moving seats of ``pairs`` deal pairs, all derived from ``seed``."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 2**62, size=pairs), rng.integers(0, 2, size=pairs)
+
+
+# ---------------------------------------------------------------------------------------- workers
+_CACHE: dict[tuple[Any, ...], Policy] = {}
+
+
+def _policy(spec: Player, role: int, deterministic: bool) -> Policy:
+    """A worker's policy for a seat role; string specs are loaded once per worker (and per file version)."""
+    if not isinstance(spec, str):
+        return resolve_policy(spec)
+    path = checkpoint_path(spec)
+    key = (spec, role, deterministic, path.stat().st_mtime_ns if path else None)
+    if key not in _CACHE:
+        _CACHE[key] = resolve_policy(spec, deterministic=deterministic)
+    return _CACHE[key]
+
+
+def _init_worker() -> None:
+    # Worker processes share few cores: one torch thread each avoids oversubscription.
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def _play_chunk(agent: Player, opponent: Player, seeds: np.ndarray, firsts: np.ndarray,
+                n_particles: int, deterministic: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Play deal pairs; returns the agent's scores and the game lengths, each (len(seeds), 2)."""
+    agent_policy = _policy(agent, 0, deterministic)
+    opponent_policy = _policy(opponent, 1, deterministic)
+    scores = np.empty((len(seeds), 2))
+    lengths = np.empty((len(seeds), 2), dtype=np.int64)
+    for i, (seed, first) in enumerate(zip(seeds, firsts, strict=True)):
+        for game, (seats, agent_seat) in enumerate((((agent_policy, opponent_policy), 0),
+                                                    ((opponent_policy, agent_policy), 1))):
+            result = play_game(seats, int(seed), first_player=int(first), n_particles=n_particles)
+            scores[i, game] = 0.5 if result.winner == -1 else float(result.winner == agent_seat)
+            lengths[i, game] = result.decisions
+    return scores, lengths
+
+
+def make_executor(workers: int) -> ProcessPoolExecutor:
+    """A process pool for :func:`run_matches` (forkserver: safe with torch loaded in the parent)."""
+    return ProcessPoolExecutor(max_workers=workers, mp_context=get_context("forkserver"),
+                               initializer=_init_worker)
+
+
+def run_matches(matchups: Sequence[tuple[Player, Player]], pairs: int, seed: int = 0, workers: int | None = None,
+                n_particles: int = 200, deterministic: bool = True,
+                executor: Executor | None = None) -> list[MatchResult]:
+    """Play every (agent, opponent) matchup on the same ``pairs`` deal pairs; results in matchup order.
+
+    Games go to ``executor`` if given, else to a pool of ``workers`` processes (default: all
+    cores; 1 plays in this process). The results do not depend on how games are spread.
+    """
+    if pairs < 1:
+        raise ValueError(f"pairs must be at least 1, got {pairs}")
+    seeds, firsts = deal_seeds(seed, pairs)
+    workers = workers or os.cpu_count() or 1
+    if executor is None and workers == 1:
+        outputs = [_play_chunk(a, o, seeds, firsts, n_particles, deterministic) for a, o in matchups]
+    else:
+        own = executor is None
+        pool = make_executor(workers) if own else executor
+        try:
+            n_chunks = max(1, min(pairs, 4 * workers))
+            bounds = np.linspace(0, pairs, n_chunks + 1).astype(int)
+            futures = [[pool.submit(_play_chunk, a, o, seeds[lo:hi], firsts[lo:hi], n_particles, deterministic)
+                        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True) if hi > lo]
+                       for a, o in matchups]
+            outputs = []
+            for chunks in futures:
+                parts = [future.result() for future in chunks]
+                outputs.append((np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])))
+        finally:
+            if own:
+                pool.shutdown()
+    return [MatchResult(label(a), label(o), scores, lengths)
+            for (a, o), (scores, lengths) in zip(matchups, outputs, strict=True)]
+
+
+def evaluate(agent: Player, opponents: Sequence[Player] = ("random", "rule"), pairs: int = 200, seed: int = 0,
+             workers: int | None = None, n_particles: int = 200, deterministic: bool = True,
+             executor: Executor | None = None) -> list[MatchResult]:
+    """Play ``agent`` against each opponent on ``pairs`` deal pairs (2 * pairs games each).
+
+    Players are specs (:mod:`train.policies`: names, checkpoints, ``module:attribute``) or Policy
+    objects. See :func:`run_matches` for ``workers``/``executor``.
+    """
+    return run_matches([(agent, opponent) for opponent in opponents], pairs, seed, workers, n_particles,
+                       deterministic, executor)
+
+
+def format_table(results: Sequence[MatchResult]) -> str:
+    """A Markdown table of win rates with 95% CIs, W-D-L counts and mean game length."""
+    lines = ["| agent | opponent | games | win rate | 95% CI | W-D-L | mean length |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for r in results:
+        low, high = r.ci
+        lines.append(f"| {r.agent} | {r.opponent} | {r.games} | {r.score:.1%} | {low:.1%} - {high:.1%} | "
+                     f"{r.wins}-{r.draws}-{r.losses} | {r.mean_length:.1f} |")
+    return "\n".join(lines)
+
+
+def _agent_spec(spec: str) -> str:
+    """Accept a training run folder for its best model even before it has one (its final checkpoint)."""
+    folder = Path(spec)
+    if folder.is_dir() and checkpoint_path(spec) is None and (folder / "checkpoints").is_dir():
+        checkpoints = sorted((folder / "checkpoints").glob("step_*.zip"))
+        if checkpoints:
+            return str(checkpoints[-1])
+    return spec
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``uno-evaluate``: print win rates of a player against opponents, or a round-robin tournament."""
+    parser = argparse.ArgumentParser(prog="uno-evaluate", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("players", nargs="+",
+                        help="the agent to evaluate (or, with --tournament, every player): a policy name, "
+                             "a checkpoint .zip, a model or run folder, or module:attribute")
+    parser.add_argument("--opponents", nargs="+", default=["random", "rule"], help="default: random rule")
+    parser.add_argument("--tournament", action="store_true",
+                        help="play a round robin between all players and rate them (Bradley-Terry, Elo scale)")
+    parser.add_argument("--pairs", type=int, default=500, help="deal pairs per matchup (2 games each)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=None, help="worker processes (default: all cores)")
+    parser.add_argument("--n-particles", type=int, default=200, help="particles for belief='particles' players")
+    parser.add_argument("--stochastic", action="store_true", help="checkpoints sample actions instead of argmax")
+    parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
+    args = parser.parse_args(argv)
+    if args.pairs < 1:
+        parser.error(f"--pairs must be at least 1, got {args.pairs}")
+    try:
+        if args.tournament:
+            from train.tournament import format_tournament, round_robin
+
+            result = round_robin(args.players, args.pairs, args.seed, args.workers, args.n_particles,
+                                 not args.stochastic)
+            print(format_tournament(result))
+            payload: Any = result.to_dict()
+        else:
+            if len(args.players) != 1:
+                parser.error("give one agent (or --tournament for several players)")
+            results = evaluate(_agent_spec(args.players[0]), args.opponents, args.pairs, args.seed, args.workers,
+                               args.n_particles, not args.stochastic)
+            print(format_table(results))
+            payload = [r.to_dict() for r in results]
+    except (ValueError, FileNotFoundError) as error:
+        print(f"uno-evaluate: error: {error}", file=sys.stderr)
+        return 2
+    if args.json:
+        args.json.write_text(json.dumps(payload, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

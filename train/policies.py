@@ -1,0 +1,103 @@
+"""Turning a player *spec* (a string on the command line or in a config) into a Policy.
+
+A spec is one of:
+
+* a registered policy name: ``random``, ``rule`` (and whatever :func:`uno_env.register_policy` added);
+* a MaskablePPO checkpoint: a ``.zip`` file, a shipped-agent folder holding ``model.zip``
+  (``models/ppo-none``, or just ``ppo-none`` for a folder under the repository's ``models/``),
+  or a training run folder (its ``best_model.zip``);
+* ``module:attribute``: an importable Policy object, class or zero-argument factory.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+from agents.ppo import PPOPolicy, read_settings
+from uno_env.opponents import Policy, make_policy, policy_names
+
+#: Shipped agents live here; a bare name like ``ppo-none`` resolves to ``MODELS_DIR / name``.
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+_CHECKPOINT_NAMES = ("model.zip", "best_model.zip")
+
+
+def checkpoint_path(spec: str) -> Path | None:
+    """The checkpoint file a spec names, or None when the spec is not a checkpoint."""
+    for base in (Path(spec), MODELS_DIR / spec):
+        if base.is_file() and base.suffix == ".zip":
+            return base
+        if base.is_dir():
+            for name in _CHECKPOINT_NAMES:
+                if (base / name).is_file():
+                    return base / name
+    return None
+
+
+def resolve_policy(spec: str | Policy, deterministic: bool = True) -> Policy:
+    """A fresh Policy for ``spec`` (see the module docstring); Policy objects pass through.
+
+    ``deterministic`` applies to checkpoints (argmax instead of sampling). Raises ``ValueError``
+    with the accepted forms when the spec matches none of them.
+    """
+    if not isinstance(spec, str):
+        return make_policy(spec)
+    if spec in policy_names():
+        return make_policy(spec)
+    path = checkpoint_path(spec)
+    if path is not None:
+        return PPOPolicy.load(path, deterministic=deterministic, name=label(spec))
+    if ":" in spec:
+        return _import_policy(spec)
+    raise ValueError(
+        f"unknown player {spec!r}: expected a policy name ({', '.join(policy_names())}), a checkpoint "
+        f".zip, a folder holding {' or '.join(_CHECKPOINT_NAMES)}, a folder under {MODELS_DIR}, "
+        "or module:attribute")
+
+
+def validate_spec(spec: str) -> str | None:
+    """Why ``spec`` cannot name a player, or None when it can (cheap: loads no checkpoint)."""
+    if spec in policy_names() or checkpoint_path(spec) is not None:
+        return None
+    if ":" in spec:
+        module, _, attribute = spec.partition(":")
+        try:
+            getattr(importlib.import_module(module), attribute)
+        except (ImportError, AttributeError) as error:
+            return f"cannot import {spec!r}: {error}"
+        return None
+    return (f"not a policy name ({', '.join(policy_names())}), a checkpoint, a model folder, "
+            "or module:attribute")
+
+
+def spec_belief(spec: str | Policy) -> str:
+    """The belief setting a player declares (read from a checkpoint without loading the network)."""
+    if isinstance(spec, str):
+        path = checkpoint_path(spec)
+        if path is not None:
+            return read_settings(path)["belief"]
+        return "none" if spec in policy_names() else getattr(resolve_policy(spec), "belief", "none")
+    return getattr(spec, "belief", "none")
+
+
+def label(spec: str | Policy) -> str:
+    """A short name for tables: the policy name, the model folder's name, or the class name."""
+    if not isinstance(spec, str):
+        return getattr(spec, "name", type(spec).__name__)
+    path = Path(spec)
+    if path.suffix == ".zip":
+        return path.stem if path.stem not in ("model", "best_model") else path.parent.name
+    return path.name or spec
+
+
+def _import_policy(spec: str) -> Policy:
+    module_name, _, attribute = spec.partition(":")
+    try:
+        target: Any = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as error:
+        raise ValueError(f"cannot import player {spec!r}: {error}") from None
+    is_instance = callable(getattr(target, "act", None)) and callable(getattr(target, "reset", None))
+    if isinstance(target, type) or not is_instance:
+        target = target()  # a class or factory
+    return make_policy(target)
