@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from train import play
-from uno_env.opponents import RandomPolicy, RulePolicy
+from uno_env.opponents import RandomPolicy
 
 ROOT = Path(__file__).resolve().parent.parent
 #: A policy object for the ``module:attribute`` form (this file is importable as ``test_play``).
@@ -125,26 +125,23 @@ def test_show_belief_prints_the_opponents_expectation_or_why_not(monkeypatch, ca
         assert "The opponent's card counting expects you to hold" in out
 
 
-def test_resolve_policy_names_and_module_attribute():
-    assert isinstance(play.resolve_policy("random"), RandomPolicy)
-    assert isinstance(play.resolve_policy("rule"), RulePolicy)
-    assert isinstance(play.resolve_policy("uno_env.opponents:RulePolicy"), RulePolicy)  # a class
-    assert play.resolve_policy("test_play:SHARED_POLICY") is SHARED_POLICY  # an object
-    with pytest.raises(ValueError, match="unknown policy 'nobody'.*random"):
-        play.resolve_policy("nobody")
-    with pytest.raises(ValueError, match="cannot import module"):
-        play.resolve_policy("no_such_module_here:Player")
-    with pytest.raises(ValueError, match="has no attribute"):
-        play.resolve_policy("uno_env.opponents:NoSuchPolicy")
-    with pytest.raises(ValueError, match="is not a policy"):
-        play.resolve_policy("math:pi")
+@pytest.mark.parametrize(("spec", "shown"), [
+    ("random", "RandomPolicy"),
+    ("uno_env.opponents:RulePolicy", "RulePolicy"),  # a class
+    ("test_play:SHARED_POLICY", "RandomPolicy"),  # an object
+])
+def test_opponent_specs(monkeypatch, capsys, spec, shown):
+    status, out = run_main(monkeypatch, capsys, ["--opponent", spec, "--seed", "1"], "q\n")
+    assert status == 0
+    assert f"You play against {shown}; seed 1;" in out
 
 
-def test_unknown_opponent_is_a_usage_error(capsys):
+@pytest.mark.parametrize("spec", ["nobody", "no_such_module_here:Player", "uno_env.opponents:NoSuchPolicy"])
+def test_bad_opponent_is_a_usage_error(capsys, spec):
     with pytest.raises(SystemExit) as exit_info:
-        play.main(["--opponent", "nobody"])
+        play.main(["--opponent", spec])
     assert exit_info.value.code == 2
-    assert "unknown policy 'nobody'" in capsys.readouterr().err
+    assert f"--opponent {spec}:" in capsys.readouterr().err
 
 
 def test_python_dash_m_runs_the_game():

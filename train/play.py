@@ -11,8 +11,10 @@ the colour in force, your hand, what happened since your last turn) with your le
 a +2/+4, the draw happens by itself. ``--seed`` replays the same deal and the same opponent; without
 it a seed is picked and printed, so any game can be replayed.
 
-``--opponent`` takes a registered name (``random``, ``rule``, and whatever the ``agents`` package
-registers, such as ``search``) or ``module:attribute`` naming a Policy object, class or factory.
+``--opponent`` takes any player spec of :mod:`train.policies` (the same as ``uno-evaluate``): a registered
+name (``random``, ``rule``, and what the ``agents`` package registers, such as ``search``), a MaskablePPO
+checkpoint (a ``.zip``, a run folder, or a shipped agent under ``models/``), or ``module:attribute`` naming a
+Policy object, class or factory.
 
 ``--show-belief`` prints, at each of your turns, what a card-counting belief tracker on the
 opponent's seat (:mod:`uno_env.belief`, fed exactly the opponent's public view) expects your hand to
@@ -23,53 +25,22 @@ from __future__ import annotations
 
 import argparse
 import copy
-import importlib
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 
+from train.policies import resolve_policy
 from uno_env.cards import CARD_NAMES, DRAW_ACTION, action_card, action_colour, action_name
 from uno_env.env import render_table
 from uno_env.game import Game
 from uno_env.observation import SeatObserver
-from uno_env.opponents import Policy, make_policy, policy_names
+from uno_env.opponents import Policy, policy_names
 from uno_env.view import PublicView, event_to_dict
 
 HUMAN, OPPONENT = 0, 1
 FIRST_CHOICES = ("agent", "opponent", "random")
 QUIT_WORDS = ("q", "quit", "exit")
-
-
-def resolve_policy(spec: str) -> Policy:
-    """A policy from a registered name or ``module:attribute`` (an object with reset/act, or a class/factory).
-
-    Raises ``ValueError`` with a message meant for the user when the spec cannot be resolved.
-    """
-    if ":" in spec:
-        module_name, _, attribute = spec.partition(":")
-        try:
-            target: Any = importlib.import_module(module_name)
-        except ImportError as err:
-            raise ValueError(f"cannot import module {module_name!r} from {spec!r}: {err}") from None
-        for part in attribute.split("."):
-            try:
-                target = getattr(target, part)
-            except AttributeError:
-                raise ValueError(f"module {module_name!r} has no attribute {attribute!r}") from None
-        is_instance = callable(getattr(target, "act", None)) and not isinstance(target, type)
-        if not is_instance and callable(target):
-            target = target()
-        try:
-            return make_policy(target)
-        except TypeError as err:
-            raise ValueError(f"{spec!r} is not a policy: {err}") from None
-    importlib.import_module("agents")  # the agents package registers its players' names on import
-    try:
-        return make_policy(spec)
-    except ValueError as err:
-        raise ValueError(f"{err}; or give module:attribute") from None
 
 
 class BeliefWatch:
@@ -219,8 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="uno-play", description="Play two-player UNO in the terminal against an agent or a built-in opponent.")
     parser.add_argument("--opponent", default="rule",
-                        help="a registered name (" + ", ".join(policy_names()) + ", ...) or module:attribute "
-                             "naming a Policy object, class or factory (default: rule)")
+                        help="a registered name (" + ", ".join(policy_names()) + ", ...), a checkpoint .zip or "
+                             "run folder, or module:attribute naming a Policy object, class or factory "
+                             "(default: rule)")
     parser.add_argument("--seed", type=int, default=None, help="seed of the deal and the opponent (default: random)")
     parser.add_argument("--first", choices=FIRST_CHOICES, default="random",
                         help="who moves first: agent (you), opponent, or random (default)")
@@ -235,8 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         opponent = resolve_policy(args.opponent)
-    except ValueError as err:
-        parser.error(str(err))
+    except (ValueError, TypeError) as err:
+        parser.error(f"--opponent {args.opponent}: {err}")
     seed = args.seed if args.seed is not None else int(np.random.default_rng().integers(1_000_000))
     try:
         play(opponent, seed, args.first, args.show_belief)
