@@ -1,0 +1,7 @@
+"""``python -m train``: the same as ``uno-train``."""
+
+import sys
+
+from train.cli import main
+
+sys.exit(main())

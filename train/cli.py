@@ -1,0 +1,60 @@
+"""``uno-train`` / ``python -m train``: train MaskablePPO on UNO from a YAML config.
+
+    uno-train                                   # configs/default.yaml -> runs/default-<time>/
+    uno-train configs/medium.yaml --run-dir runs/medium
+    uno-train configs/default.yaml --set seed=3 --set env.belief=counting
+    uno-train --resume runs/medium              # continue from the last checkpoint
+    uno-train --resume runs/medium --set total_timesteps=2000000   # ... and train longer
+
+The run folder's layout is described in :mod:`train.trainer`; the config keys in
+:mod:`train.config` and ``configs/default.yaml``.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from train.config import ConfigError, load_config
+from train.trainer import train
+
+DEFAULT_CONFIG = "configs/default.yaml"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the command line, validate the config, train; exit status 2 on a config error."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="uno-train", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("config", nargs="?", help=f"YAML config (default: {DEFAULT_CONFIG})")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config key, e.g. --set ppo.learning_rate=1e-4 (repeatable)")
+    parser.add_argument("--run-dir", type=Path, help="the run folder (default: RUNS_ROOT/<name>-<date-time>)")
+    parser.add_argument("--runs-root", type=Path, default=Path("runs"), help="where new run folders go")
+    parser.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue this run from its last checkpoint")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar and no final table")
+    args = parser.parse_args(argv)
+    command = shlex.join(["uno-train", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        if args.resume:
+            if args.config or args.run_dir:
+                parser.error("--resume takes the config and folder of the run; give neither a config nor --run-dir")
+            config = load_config(args.resume / "config.yaml", args.overrides)
+            run_dir = args.resume
+        else:
+            config = load_config(args.config or DEFAULT_CONFIG, args.overrides)
+            run_dir = args.run_dir or args.runs_root / f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+        print(f"run folder: {run_dir}", flush=True)
+        train(config, run_dir, resume=bool(args.resume), command=command, quiet=args.quiet)
+    except ConfigError as error:
+        print(f"uno-train: config error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,330 @@
+"""The training config: a dataclass schema read from YAML, with errors that name the key and the value.
+
+Every key is optional except where the schema has no default; ``configs/default.yaml`` shows them
+all with comments. :func:`load_config` reads a file, applies ``--set key.path=value`` overrides,
+and validates; :func:`config_to_dict` gives the resolved config a run records.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+
+import yaml
+
+#: The opponent-mix key meaning "a recent checkpoint of the agent being trained" (self-play).
+SELF = "self"
+
+
+class ConfigError(ValueError):
+    """A config key is unknown, missing, or has a bad value; the message names the key and value."""
+
+
+def _positive(value: float) -> str | None:
+    return None if value > 0 else "must be > 0"
+
+
+def _non_negative(value: float) -> str | None:
+    return None if value >= 0 else "must be >= 0"
+
+
+def _unit(value: float) -> str | None:
+    return None if 0 <= value <= 1 else "must be between 0 and 1"
+
+
+def _check(check: Any) -> dict[str, Any]:
+    return {"check": check}
+
+
+@dataclass
+class EnvConfig:
+    """Options of the training env (``uno_env.UnoEnv``)."""
+
+    belief: Literal["none", "counting", "particles"] = "none"
+    first_player: Literal["agent", "opponent", "random"] = "random"
+    n_particles: int = field(default=200, metadata=_check(_positive))
+    max_episode_steps: int = field(default=1000, metadata=_check(_positive))
+
+
+@dataclass
+class PPOConfig:
+    """MaskablePPO hyperparameters (stable-baselines3 names; ``n_steps`` is per env)."""
+
+    learning_rate: float = field(default=3e-4, metadata=_check(_positive))
+    lr_schedule: Literal["constant", "linear"] = "constant"
+    n_steps: int = field(default=256, metadata=_check(_positive))
+    batch_size: int = field(default=512, metadata=_check(_positive))
+    n_epochs: int = field(default=4, metadata=_check(_positive))
+    gamma: float = field(default=0.99, metadata=_check(_unit))
+    gae_lambda: float = field(default=0.95, metadata=_check(_unit))
+    clip_range: float = field(default=0.2, metadata=_check(_positive))
+    ent_coef: float = field(default=0.01, metadata=_check(_non_negative))
+    vf_coef: float = field(default=0.5, metadata=_check(_non_negative))
+    max_grad_norm: float = field(default=0.5, metadata=_check(_positive))
+    target_kl: float | None = field(default=None, metadata=_check(_positive))
+
+
+@dataclass
+class PolicyConfig:
+    """The actor and critic networks (separate MLPs of the same shape)."""
+
+    net_arch: list[int] = field(default_factory=lambda: [128, 128])
+    activation: Literal["tanh", "relu"] = "tanh"
+    ortho_init: bool = True
+
+
+@dataclass
+class PhaseConfig:
+    """One phase of the opponent schedule: until a fraction of the run, each game's opponent is drawn from ``mix``.
+
+    ``mix`` maps players (policy names, checkpoints, ``module:attribute``, or ``self``) to weights.
+    """
+
+    mix: dict[str, float]
+    until: float = field(default=1.0, metadata=_check(lambda v: None if 0 < v <= 1 else "must be in (0, 1]"))
+
+
+@dataclass
+class SelfPlayConfig:
+    """The pool ``self`` draws from: the most recent checkpoints of this run (see ``checkpoint_every``)."""
+
+    pool_size: int = field(default=5, metadata=_check(_positive))
+
+
+@dataclass
+class EvalConfig:
+    """Evaluation during and after training (paired, seat-balanced: see ``train.evaluate``)."""
+
+    every: int = field(default=0, metadata=_check(_non_negative))  # steps between evaluations; 0: only at the end
+    pairs: int = field(default=100, metadata=_check(_positive))  # deal pairs per opponent (2 games each)
+    final_pairs: int = field(default=500, metadata=_check(_non_negative))  # for the final table; 0 skips it
+    opponents: list[str] = field(default_factory=lambda: ["random", "rule"])
+    seed: int = 12345
+    workers: int = field(default=2, metadata=_check(_positive))
+    belief_games: int = field(default=20, metadata=_check(_non_negative))  # games for the belief-quality scalars
+
+
+@dataclass
+class TrainConfig:
+    """Everything a training run needs (see ``configs/default.yaml`` for a commented example)."""
+
+    total_timesteps: int = field(metadata=_check(_positive))
+    name: str = "run"
+    seed: int = 0
+    n_envs: int = field(default=8, metadata=_check(_positive))
+    vec_env: Literal["dummy", "subproc"] = "dummy"
+    start_method: Literal["forkserver", "spawn", "fork"] = "forkserver"
+    torch_threads: int = field(default=1, metadata=_check(_positive))
+    checkpoint_every: int = field(default=50_000, metadata=_check(_positive))
+    progress_bar: bool = True
+    env: EnvConfig = field(default_factory=EnvConfig)
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    opponents: list[PhaseConfig] = field(default_factory=lambda: [PhaseConfig(mix={"random": 1.0})])
+    self_play: SelfPlayConfig = field(default_factory=SelfPlayConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+
+    def uses_self_play(self) -> bool:
+        """True when some phase of the opponent schedule draws from the self-play pool."""
+        return any(SELF in phase.mix for phase in self.opponents)
+
+    def mix_at(self, step: int) -> dict[str, float]:
+        """The opponent mix in force at ``step``."""
+        fraction = step / self.total_timesteps
+        for phase in self.opponents:
+            if fraction < phase.until:
+                return phase.mix
+        return self.opponents[-1].mix
+
+
+# ------------------------------------------------------------------------------------ parsing
+def _type_name(kind: Any) -> str:
+    origin = get_origin(kind)
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in get_args(kind))
+    if origin in (Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in get_args(kind))
+    if origin is list:
+        return f"a list of {_type_name(get_args(kind)[0])}"
+    if origin is dict:
+        return f"a mapping to {_type_name(get_args(kind)[1])}"
+    if dataclasses.is_dataclass(kind):
+        return "a mapping"
+    return {int: "an integer", float: "a number", bool: "true or false", str: "a string",
+            type(None): "null"}[kind]
+
+
+def _number(value: Any) -> float | None:
+    """YAML reads ``3e-4`` (no dot) as a string; accept numeric strings and real numbers, not booleans."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return value
+    if isinstance(value, str):
+        try:
+            return float(value.replace("_", ""))
+        except ValueError:
+            return None
+    return None
+
+
+def _parse(kind: Any, value: Any, key: str) -> Any:
+    """Convert ``value`` to ``kind`` or raise ConfigError naming ``key``."""
+    def bad() -> ConfigError:
+        return ConfigError(f"{key} must be {_type_name(kind)}, got {value!r}")
+
+    origin = get_origin(kind)
+    if dataclasses.is_dataclass(kind):
+        return _parse_dataclass(kind, value, key)
+    if origin in (Union, types.UnionType):
+        for option in get_args(kind):
+            if option is type(None) and value is None:
+                return None
+        options = [a for a in get_args(kind) if a is not type(None)]
+        if len(options) == 1 and value is not None:
+            return _parse(options[0], value, key)
+        raise bad()
+    if origin is Literal:
+        if value not in get_args(kind):
+            raise bad()
+        return value
+    if origin is list:
+        if not isinstance(value, list):
+            raise bad()
+        return [_parse(get_args(kind)[0], item, f"{key}[{i}]") for i, item in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise bad()
+        return {str(k): _parse(get_args(kind)[1], v, f"{key}.{k}") for k, v in value.items()}
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise bad()
+        return value
+    if kind is str:
+        if not isinstance(value, str):
+            raise bad()
+        return value
+    number = _number(value)
+    if number is None:
+        raise bad()
+    if kind is int:
+        if float(number) != int(number):
+            raise bad()
+        return int(number)
+    return float(number)
+
+
+def _parse_dataclass(cls: Any, data: Any, prefix: str) -> Any:
+    where = f"{prefix} " if prefix else "the config "
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where.strip()} must be a mapping of keys to values, got {data!r}")
+    hints = get_type_hints(cls)
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    for key in data:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else f"; known keys: {', '.join(known)}"
+            raise ConfigError(f"unknown key {_join(prefix, key)!r}{hint}")
+    values = {}
+    for name, spec in known.items():
+        key = _join(prefix, name)
+        if name not in data:
+            if spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
+                raise ConfigError(f"missing key {key!r} ({_type_name(hints[name])})")
+            continue
+        value = _parse(hints[name], data[name], key)
+        check = spec.metadata.get("check")
+        problem = check(value) if check is not None and value is not None else None
+        if problem:
+            raise ConfigError(f"{key} {problem}, got {data[name]!r}")
+        values[name] = value
+    return cls(**values)
+
+
+def _join(prefix: str, name: Any) -> str:
+    return f"{prefix}.{name}" if prefix else str(name)
+
+
+def _validate(config: TrainConfig) -> None:
+    """Checks that involve several keys, or the players the config names."""
+    from train.policies import validate_spec
+
+    ppo = config.ppo
+    rollout = ppo.n_steps * config.n_envs
+    if ppo.batch_size > rollout:
+        raise ConfigError(f"ppo.batch_size must be at most ppo.n_steps * n_envs = {rollout}, got {ppo.batch_size}")
+    if not config.policy.net_arch or min(config.policy.net_arch) < 1:
+        raise ConfigError(f"policy.net_arch must be a non-empty list of positive layer sizes, "
+                          f"got {config.policy.net_arch!r}")
+    if not config.opponents:
+        raise ConfigError("opponents must list at least one phase, got []")
+    previous = 0.0
+    for i, phase in enumerate(config.opponents):
+        key = f"opponents[{i}]"
+        if phase.until <= previous:
+            raise ConfigError(f"{key}.until must increase from phase to phase, got {phase.until!r} "
+                              f"after {previous!r}")
+        previous = phase.until
+        if not phase.mix:
+            raise ConfigError(f"{key}.mix must name at least one opponent, got {{}}")
+        for name, weight in phase.mix.items():
+            if weight < 0:
+                raise ConfigError(f"{key}.mix.{name} must be >= 0, got {weight!r}")
+            problem = None if name == SELF else validate_spec(name)
+            if problem:
+                raise ConfigError(f"{key}.mix.{name}: unknown opponent {name!r}: {problem}")
+        if sum(phase.mix.values()) <= 0:
+            raise ConfigError(f"{key}.mix weights must sum to more than 0, got {phase.mix!r}")
+    if previous != 1.0:
+        raise ConfigError(f"the last phase's until must be 1.0 (the end of the run), got {previous!r}")
+    for i, name in enumerate(config.eval.opponents):
+        problem = validate_spec(name)
+        if problem:
+            raise ConfigError(f"eval.opponents[{i}]: unknown opponent {name!r}: {problem}")
+
+
+def parse_config(data: Any) -> TrainConfig:
+    """Validate a config mapping (as read from YAML) and return the typed config."""
+    config = _parse_dataclass(TrainConfig, data, "")
+    _validate(config)
+    return config
+
+
+def apply_override(data: dict[str, Any], assignment: str) -> None:
+    """Apply one ``key.path=value`` override (the value is read as YAML) to a raw config mapping."""
+    key, sep, text = assignment.partition("=")
+    if not sep or not key:
+        raise ConfigError(f"an override must look like key.path=value, got {assignment!r}")
+    *parents, last = key.split(".")
+    node = data
+    for i, part in enumerate(parents):
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"cannot set {key!r}: {'.'.join(parents[:i + 1])} is not a mapping")
+        node = child
+    node[last] = yaml.safe_load(text)
+
+
+def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> TrainConfig:
+    """Read a YAML config file, apply ``key.path=value`` overrides, validate."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path} is not valid YAML: {error}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must hold a mapping of keys to values, got {data!r}")
+    for assignment in overrides:
+        apply_override(data, assignment)
+    return parse_config(data)
+
+
+def config_to_dict(config: TrainConfig) -> dict[str, Any]:
+    """The resolved config as plain data (every key, defaults filled in), ready for YAML."""
+    return dataclasses.asdict(config)

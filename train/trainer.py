@@ -1,0 +1,300 @@
+"""One training run, top to bottom: envs, MaskablePPO, checkpoints, evaluations, the final table.
+
+A run writes everything to one folder::
+
+    RUN_DIR/config.yaml          the resolved config (every key, defaults filled in)
+    RUN_DIR/command.txt          each command line that worked on this run (train, resume)
+    RUN_DIR/checkpoints/         step_000050000.zip ... (model, optimizer, step counter, env settings)
+    RUN_DIR/best_model.zip       the checkpoint with the best mean evaluation win rate
+    RUN_DIR/evaluations.jsonl    one line per evaluation during training
+    RUN_DIR/final_eval.json/.md  the final evaluation of the best model, on fresh deals
+    RUN_DIR/run_info.json        wall time, steps/s and the machine, per session
+    RUN_DIR/tb/                  TensorBoard events
+
+:func:`train` resumes from the last checkpoint when asked. The opponent schedule and self-play
+pool are functions of the step counter and the checkpoint folder, so a resumed run picks them up
+where they were; the random streams are reseeded from ``seed`` and the step, so a resumed run is
+reproducible but not bit-identical to an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import sys
+import time
+from collections import deque
+from concurrent.futures import ProcessPoolExecutor
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+import yaml
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.logger import configure as configure_logger
+from stable_baselines3.common.utils import LinearSchedule
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
+
+from agents.ppo import load_model, read_settings, save_model
+from train.config import SELF, ConfigError, TrainConfig, config_to_dict
+from train.evaluate import MatchResult, evaluate, format_table, make_executor
+from train.opponent_mix import OpponentMix, OpponentMixWrapper
+from train.policies import checkpoint_path, spec_belief
+from uno_env.env import UnoEnv
+
+_SCORE = {"agent": 1.0, "opponent": 0.0, "draw": 0.5}
+
+
+def make_env(env_options: dict[str, Any], mix: dict[str, float], opponent_belief: str) -> gym.Env:
+    """One training env: UnoEnv with an :class:`OpponentMix` opponent, a step limit, the mix wrapper."""
+    torch.set_num_threads(1)  # in a SubprocVecEnv worker: checkpoint opponents must not fight for cores
+    opponent = OpponentMix(mix, belief=opponent_belief)
+    env = UnoEnv(opponent=opponent, first_player=env_options["first_player"], belief=env_options["belief"],
+                 n_particles=env_options["n_particles"])
+    env = gym.wrappers.TimeLimit(env, env_options["max_episode_steps"])
+    return OpponentMixWrapper(env, opponent)
+
+
+def opponent_belief(config: TrainConfig) -> str:
+    """The one belief setting shared by every checkpoint the schedule can seat (see ``train.opponent_mix``)."""
+    beliefs = {spec: spec_belief(spec) for phase in config.opponents for spec in phase.mix
+               if spec != SELF and checkpoint_path(spec) is not None}
+    if config.uses_self_play():
+        beliefs[SELF] = config.env.belief
+    kinds = set(beliefs.values())
+    if len(kinds) > 1:
+        listing = ", ".join(f"{spec} (belief={belief!r})" for spec, belief in sorted(beliefs.items()))
+        raise ConfigError(f"opponents: every checkpoint in the schedule must share one belief setting; got {listing}")
+    return kinds.pop() if kinds else "none"
+
+
+def _policy_kwargs(config: TrainConfig) -> dict[str, Any]:
+    arch = list(config.policy.net_arch)
+    activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[config.policy.activation]
+    return {"net_arch": {"pi": arch, "vf": arch}, "activation_fn": activation, "ortho_init": config.policy.ortho_init}
+
+
+def _ppo_kwargs(config: TrainConfig) -> dict[str, Any]:
+    ppo = config.ppo
+    rate = LinearSchedule(ppo.learning_rate, 0.0, 1.0) if ppo.lr_schedule == "linear" else ppo.learning_rate
+    return {"learning_rate": rate, "n_steps": ppo.n_steps, "batch_size": ppo.batch_size, "n_epochs": ppo.n_epochs,
+            "gamma": ppo.gamma, "gae_lambda": ppo.gae_lambda, "clip_range": ppo.clip_range, "ent_coef": ppo.ent_coef,
+            "vf_coef": ppo.vf_coef, "max_grad_norm": ppo.max_grad_norm, "target_kl": ppo.target_kl}
+
+
+def machine() -> str:
+    """A one-line description of this machine for model cards and run records."""
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} x {model}, Python {platform.python_version()}, torch {torch.__version__}"
+
+
+class RunCallback(BaseCallback):
+    """Opponent schedule, checkpoints, self-play pool, evaluations and extra TensorBoard scalars."""
+
+    def __init__(self, config: TrainConfig, run_dir: Path) -> None:
+        super().__init__()
+        self.config = config
+        self.run_dir = run_dir
+        self.checkpoints = run_dir / "checkpoints"
+        self.executor: ProcessPoolExecutor | None = None
+        self.recent: dict[str, deque[float]] = {}
+        self.mix: dict[str, float] | None = None
+        self.best = -1.0
+        evaluations = run_dir / "evaluations.jsonl"
+        if evaluations.exists():
+            self.best = max((json.loads(line)["mean_win_rate"] for line in evaluations.read_text().splitlines()),
+                            default=-1.0)
+        self.last_eval_step = -1
+
+    # ------------------------------------------------------------------ run state
+    def settings(self) -> dict[str, Any]:
+        """Env settings stored in every checkpoint (agents.ppo)."""
+        env = self.config.env
+        return {"belief": env.belief, "n_particles": env.n_particles, "first_player": env.first_player,
+                "config": self.config.name, "steps": int(self.model.num_timesteps)}
+
+    def checkpoint_files(self) -> list[Path]:
+        return sorted(self.checkpoints.glob("step_*.zip"))
+
+    def save_checkpoint(self) -> Path:
+        """Save the model now (idempotent per step)."""
+        path = self.checkpoints / f"step_{self.model.num_timesteps:09d}.zip"
+        if not path.exists():
+            save_model(self.model, path, self.settings())
+        return path
+
+    def sync_opponents(self) -> None:
+        """Push the mix in force and the self-play pool to every env (saving a first checkpoint for an empty pool)."""
+        mix = self.config.mix_at(self.model.num_timesteps)
+        pool: list[str] = []
+        if self.config.uses_self_play():
+            if not self.checkpoint_files():
+                self.save_checkpoint()
+            pool = [str(p) for p in self.checkpoint_files()[-self.config.self_play.pool_size:]]
+        self.training_env.env_method("set_opponent_mix", mix, pool)
+        self.mix = mix
+
+    def close(self) -> None:
+        if self.executor is not None:
+            self.executor.shutdown()
+            self.executor = None
+
+    # ------------------------------------------------------------------ SB3 hooks
+    def _on_step(self) -> bool:
+        for done, info in zip(self.locals["dones"], self.locals["infos"], strict=True):
+            if done and "opponent" in info:
+                self.recent.setdefault(info["opponent"], deque(maxlen=500)).append(
+                    _SCORE.get(info.get("winner"), 0.5))  # a truncated game (no winner) counts as a draw
+        step = self.model.num_timesteps
+        cfg = self.config
+        checkpoint_due = step // cfg.checkpoint_every > (step - self.training_env.num_envs) // cfg.checkpoint_every
+        if checkpoint_due:
+            self.save_checkpoint()
+        if cfg.mix_at(step) != self.mix or (checkpoint_due and cfg.uses_self_play()):
+            self.sync_opponents()
+        if cfg.eval.every and step // cfg.eval.every > (step - self.training_env.num_envs) // cfg.eval.every:
+            self.run_evaluation()
+        return True
+
+    def _on_rollout_end(self) -> None:
+        for name, scores in self.recent.items():
+            self.logger.record(f"train/win_rate/{name}", float(np.mean(scores)))
+
+    # ------------------------------------------------------------------ evaluation
+    def run_evaluation(self) -> list[MatchResult]:
+        """Evaluate the current model, log it, keep the best model."""
+        cfg = self.config.eval
+        path = self.save_checkpoint()
+        if cfg.workers > 1 and self.executor is None:
+            self.executor = make_executor(cfg.workers)
+        started = time.perf_counter()
+        results = evaluate(str(path), cfg.opponents, cfg.pairs, cfg.seed, workers=cfg.workers,
+                           n_particles=self.config.env.n_particles, executor=self.executor)
+        mean = float(np.mean([r.score for r in results]))
+        for r in results:
+            self.logger.record(f"eval/win_rate/{r.opponent}", r.score)
+        self.logger.record("eval/mean_win_rate", mean)
+        self.logger.record("eval/game_length", float(np.mean([r.mean_length for r in results])))
+        self.logger.dump(self.model.num_timesteps)
+        record = {"step": int(self.model.num_timesteps), "checkpoint": path.name, "mean_win_rate": mean,
+                  "seconds": round(time.perf_counter() - started, 2), "results": [r.to_dict() for r in results]}
+        with open(self.run_dir / "evaluations.jsonl", "a") as out:
+            out.write(json.dumps(record) + "\n")
+        if mean > self.best:
+            self.best = mean
+            shutil.copyfile(path, self.run_dir / "best_model.zip")
+        self.last_eval_step = self.model.num_timesteps
+        return results
+
+
+def build_vec_env(config: TrainConfig, seed: int) -> VecEnv:
+    """The vectorized training envs; the first games use the schedule's fixed players until the pool exists."""
+    first_mix = {k: v for k, v in config.opponents[0].mix.items() if k != SELF and v > 0} or {"random": 1.0}
+    env_options = config_to_dict(config)["env"]
+    vec_cls, vec_kwargs = (SubprocVecEnv, {"start_method": config.start_method}) if config.vec_env == "subproc" \
+        else (DummyVecEnv, {})
+    return make_vec_env(partial(make_env, env_options, first_mix, opponent_belief(config)), n_envs=config.n_envs,
+                        seed=seed, vec_env_cls=vec_cls, vec_env_kwargs=vec_kwargs)
+
+
+def train(config: TrainConfig, run_dir: str | Path, resume: bool = False, command: str | None = None,
+          quiet: bool = False) -> Path:
+    """Train (or, with ``resume``, continue) the run in ``run_dir``; returns ``run_dir``.
+
+    Ends with the final evaluation table (printed unless ``quiet``, and saved in the run folder).
+    """
+    from sb3_contrib import MaskablePPO
+
+    run_dir = Path(run_dir)
+    checkpoints = run_dir / "checkpoints"
+    if resume:
+        if not checkpoints.is_dir() or not any(checkpoints.glob("step_*.zip")):
+            raise ConfigError(f"cannot resume {run_dir}: it has no checkpoints/step_*.zip")
+    elif run_dir.exists() and any(run_dir.iterdir()):
+        raise ConfigError(f"run folder {run_dir} already exists and is not empty; use --resume to continue it")
+    checkpoints.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
+    with open(run_dir / "command.txt", "a") as out:
+        out.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')}  {command or ' '.join(sys.argv)}\n")
+
+    start_step = 0
+    if resume:
+        last = sorted(checkpoints.glob("step_*.zip"))[-1]
+        start_step = int(read_settings(last)["steps"])
+    venv = build_vec_env(config, config.seed + start_step)
+    torch.set_num_threads(config.torch_threads)
+    common = {"policy_kwargs": _policy_kwargs(config), **_ppo_kwargs(config)}
+    if resume:
+        model = load_model(last, env=venv, **common)
+        model.set_random_seed(config.seed + start_step)
+    else:
+        model = MaskablePPO("MlpPolicy", venv, seed=config.seed, device="cpu", verbose=0, **common)
+    # Our own logger: TensorBoard events straight into RUN_DIR/tb, continued (same folder) on resume.
+    model.set_logger(configure_logger(str(run_dir / "tb"), ["tensorboard"]))
+
+    callback = RunCallback(config, run_dir)
+    callback.init_callback(model)
+    started = time.perf_counter()
+    try:
+        callback.sync_opponents()
+        remaining = config.total_timesteps - model.num_timesteps
+        if remaining > 0:
+            model.learn(remaining, callback=callback, tb_log_name="ppo", reset_num_timesteps=not resume,
+                        progress_bar=config.progress_bar and not quiet)
+        train_seconds = time.perf_counter() - started
+        final = callback.save_checkpoint()
+        if config.eval.every and callback.last_eval_step != model.num_timesteps:
+            callback.run_evaluation()
+        if not (run_dir / "best_model.zip").exists():
+            shutil.copyfile(final, run_dir / "best_model.zip")
+        results = final_evaluation(config, run_dir, callback)
+    finally:
+        callback.close()
+        venv.close()
+    _record_session(run_dir, start_step, int(model.num_timesteps), train_seconds)
+    if results and not quiet:
+        print(f"\nFinal evaluation of {run_dir / 'best_model.zip'} ({config.eval.final_pairs} deal pairs "
+              f"per opponent, seed {config.eval.seed + 1}):\n{format_table(results)}")
+    return run_dir
+
+
+def final_evaluation(config: TrainConfig, run_dir: Path, callback: RunCallback) -> list[MatchResult]:
+    """Evaluate the best model on deals not used for model selection; write final_eval.json/.md."""
+    cfg = config.eval
+    if not cfg.final_pairs:
+        return []
+    if cfg.workers > 1 and callback.executor is None:
+        callback.executor = make_executor(cfg.workers)
+    results = evaluate(str(run_dir / "best_model.zip"), cfg.opponents, cfg.final_pairs, cfg.seed + 1,
+                       workers=cfg.workers, n_particles=config.env.n_particles, executor=callback.executor)
+    best_step = read_settings(run_dir / "best_model.zip")["steps"]
+    (run_dir / "final_eval.json").write_text(json.dumps(
+        {"model": "best_model.zip", "model_steps": best_step, "pairs": cfg.final_pairs, "seed": cfg.seed + 1,
+         "results": [r.to_dict() for r in results]}, indent=1) + "\n")
+    (run_dir / "final_eval.md").write_text(format_table(results) + "\n")
+    for r in results:
+        callback.logger.record(f"final/win_rate/{r.opponent}", r.score)
+    callback.logger.dump(callback.model.num_timesteps)
+    return results
+
+
+def _record_session(run_dir: Path, start_step: int, end_step: int, seconds: float) -> None:
+    path = run_dir / "run_info.json"
+    info = json.loads(path.read_text()) if path.exists() else {"machine": machine(), "sessions": []}
+    info["sessions"].append({"from_step": start_step, "to_step": end_step, "train_seconds": round(seconds, 1),
+                             "steps_per_second": round((end_step - start_step) / seconds, 1) if seconds else None})
+    info["total_train_seconds"] = round(sum(s["train_seconds"] for s in info["sessions"]), 1)
+    path.write_text(json.dumps(info, indent=1) + "\n")
