@@ -1,0 +1,397 @@
+"""A belief-based search player: single-observer information-set MCTS (SO-ISMCTS) over determinizations.
+
+At each decision with more than one legal action, :class:`SearchPolicy` runs simulations until its
+budget (a number of simulations, milliseconds, or both: whichever ends first) is spent. Each simulation
+
+1. **determinizes**: draws the opponent's hand from the seat's belief (:mod:`uno_env.belief`, card
+   counting or particle filter) and shuffles the rest of the unseen cards into a deck, giving a full
+   :class:`~uno_env.game.Game` consistent with everything the seat has seen;
+2. **selects** down one shared tree whose edges are actions (both seats' moves), with UCB1 where a
+   child's *availability* count (how often its action was legal when its parent was visited) replaces
+   the parent's visit count, since which actions exist depends on the determinization;
+3. **expands** one untried legal action, then **rolls out** to the end of the game with a configurable
+   policy (``"random"``, ``"rule"``, or any Policy object), and
+4. **backs up** the result (win 1, draw 1/2, loss 0) from the side of the seat that made each move.
+
+The move played is the root action visited most.
+
+Why information-set MCTS and not POMCP: the belief lives in :mod:`uno_env.belief`, updated from the
+public events between decisions, so the search only needs root samples from it; POMCP would keep its
+own particles in every tree node (a second belief filter) and branch on observations, and our own draws
+reveal a specific card, so its tree would split into many thin branches after every draw at the small
+budgets a 2-core machine affords. POMCP also needs a model of the opponent inside the simulator, while
+ISMCTS lets the opponent's in-tree moves be chosen by UCB for the opponent, so the search plays against
+a strong opponent rather than exploiting an assumed one.
+
+:class:`OracleSearchPolicy` is the same search given the opponent's true hand instead of belief samples
+(the deck order stays hidden). It measures the ceiling a perfect belief reaches at the same budget; it
+is never registered as an opponent name and is only wired through :func:`play_oracle_game`.
+
+The player starts its belief from the view right after the deal, which harnesses hand it through the
+optional ``observe_start(view)`` hook of the Policy protocol (:mod:`uno_env.opponents`). A harness
+without the hook still works: the belief then starts from the first view :meth:`SearchPolicy.act`
+receives, without learning from the events it carries.
+
+``import agents`` registers the name ``"search"`` (this class with its defaults) for
+:func:`uno_env.opponents.make_policy`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from uno_env.cards import COPIES, NUM_CARD_TYPES
+from uno_env.game import Game
+from uno_env.match import GameResult, play_game
+from uno_env.observation import encode_base
+from uno_env.opponents import Policy, make_policy, register_policy
+from uno_env.view import DRAWN, PublicView
+
+_COPIES = np.array(COPIES, dtype=np.int64)
+_CARD_TYPES = np.arange(NUM_CARD_TYPES)
+_SAMPLE_BATCH = 64  # opponent hands drawn from the belief at once (one vectorized call)
+_MAX_ROLLOUT_ACTIONS = 3000  # a rollout still running then counts as a draw (UNO games end far sooner)
+_ME, _OPPONENT = 0, 1  # seats inside a determinization
+
+
+class _Node:
+    """A tree edge's statistics: reached by ``player``'s move; rewards are from that player's side."""
+
+    __slots__ = ("player", "children", "visits", "reward", "available")
+
+    def __init__(self, player: int) -> None:
+        self.player = player
+        self.children: dict[int, _Node] = {}
+        self.visits = 0
+        self.reward = 0.0
+        self.available = 1
+
+
+class _Uniforms:
+    """Uniform floats in [0, 1) from a seeded Generator, drawn in batches for the simulation hot path."""
+
+    __slots__ = ("rng", "batch", "values", "index")
+
+    def __init__(self, rng: np.random.Generator, batch: int = 256) -> None:
+        self.rng = rng
+        self.batch = batch
+        self.values: list[float] = []
+        self.index = 0
+
+    def __call__(self) -> float:
+        if self.index == len(self.values):
+            self.values = self.rng.random(self.batch).tolist()
+            self.index = 0
+        value = self.values[self.index]
+        self.index += 1
+        return value
+
+
+class SearchPolicy:
+    """Information-set MCTS over determinizations sampled from the seat's belief about the opponent.
+
+    Args:
+        simulations: simulations per decision (``None``: no limit on the count).
+        time_ms: wall-clock milliseconds per decision (``None``: no time limit). At least one of the two
+            budgets must be set; the search stops at whichever is reached first, after at least one
+            simulation. Decisions with a single legal action are answered without search.
+        belief: ``"counting"`` or ``"particles"``: the :mod:`uno_env.belief` tracker determinizations are
+            drawn from.
+        n_particles: particle count of the ``"particles"`` tracker.
+        rollout: policy finishing each simulated game: ``"random"`` (fast path), ``"rule"``, or any
+            Policy object (it then plays both seats and receives views built from the simulated game).
+        exploration: the UCB1 constant ``c`` in ``mean + c * sqrt(ln(available) / visits)``; rewards are in [0, 1].
+        opponent_policy: passed to the particle filter for its optional policy-aware likelihood.
+        clock: seconds as a float; the time budget reads it (tests pass a fake clock).
+
+    After each searched decision, ``last_simulations`` holds how many simulations ran.
+    """
+
+    def __init__(
+        self,
+        simulations: int | None = 200,
+        time_ms: float | None = None,
+        belief: str = "counting",
+        n_particles: int = 500,
+        rollout: str | Policy = "random",
+        exploration: float = 0.7,
+        tree_depth: int | None = None,
+        keep_default_z: float | None = 1.0,
+        opponent_policy: Policy | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        if simulations is None and time_ms is None:
+            raise ValueError("set a budget: simulations, time_ms, or both")
+        if simulations is not None and (not isinstance(simulations, int) or simulations < 1):
+            raise ValueError(f"simulations must be a positive int or None, got {simulations!r}")
+        if time_ms is not None and not time_ms > 0:
+            raise ValueError(f"time_ms must be positive or None, got {time_ms!r}")
+        if belief not in ("counting", "particles"):
+            raise ValueError(f"belief must be 'counting' or 'particles', got {belief!r}")
+        self.simulations = simulations
+        self.time_ms = time_ms
+        # Not named ``belief``: the harness reads a policy's ``belief`` attribute to add belief features
+        # to its observation, which this player does not use.
+        self.belief_kind = belief
+        self.n_particles = n_particles
+        self.rollout_policy = None if rollout == "random" else make_policy(rollout)
+        self.exploration = exploration
+        self.tree_depth = math.inf if tree_depth is None else tree_depth
+        self.keep_default_z = keep_default_z
+        self.opponent_policy = opponent_policy
+        self.clock = clock
+        self.last_simulations = 0
+        self._tracker: Any = None
+        self.reset(None)
+
+    # ------------------------------------------------------------------ Policy protocol
+    def reset(self, seed: int | None = None) -> None:
+        """Start a new game; the belief, the determinizations and the rollouts all derive from ``seed``."""
+        belief_seed, search_seed = np.random.SeedSequence(seed).spawn(2)
+        self._belief_rng = np.random.default_rng(belief_seed)
+        self._rng = np.random.default_rng(search_seed)
+        self._uniform = _Uniforms(self._rng)
+        self._tracker = None
+        if self.rollout_policy is not None:
+            self.rollout_policy.reset(int(self._rng.integers(2**62)))
+
+    def observe_start(self, view: PublicView) -> None:
+        """Start the belief from this seat's view right after the deal (the optional Policy hook)."""
+        from uno_env.belief import make_belief
+
+        self._tracker = make_belief(self.belief_kind, n_particles=self.n_particles, rng=self._belief_rng,
+                                    opponent_policy=self.opponent_policy)
+        self._tracker.reset(view)
+
+    def act(self, view: PublicView) -> int:
+        """Update the belief with the view's events, then search if there is a choice to make."""
+        self._observe(view)
+        legal = view.legal_actions
+        if len(legal) == 1:
+            return legal[0]
+        return self._search(view)
+
+    # ------------------------------------------------------------------ belief
+    def _observe(self, view: PublicView) -> None:
+        if self._tracker is None:
+            # No observe_start from the harness: begin from this view; its events are already reflected
+            # in its counts, so they must not be applied a second time.
+            self.observe_start(replace(view, events=[]))
+        else:
+            self._tracker.update(view)
+
+    def _opponent_hands(self, count: int) -> np.ndarray:
+        """``count`` opponent hands (rows of 54 counts) to determinize with."""
+        return self._tracker.sample_hands(count, self._rng)
+
+    # ------------------------------------------------------------------ search
+    def _search(self, view: PublicView) -> int:
+        legal = view.legal_actions
+        worlds = _Worlds(self, view)
+        root = _Node(_OPPONENT)
+        root.visits = 1  # so the first UCB comparison at the root is defined
+        rewards: dict[int, list[float]] = {action: [] for action in legal}  # per world, for the default guard
+        limit = self.simulations if self.simulations is not None else math.inf
+        deadline = math.inf if self.time_ms is None else self.clock() + self.time_ms / 1000.0
+        done = 0
+        while done < limit and (done == 0 or self.clock() < deadline):
+            action = self._select_root(root, legal)
+            child = root.children.get(action)
+            if child is None:
+                child = root.children[action] = _Node(_ME)
+            # Common random numbers: the k-th simulation of every root action runs in the same world,
+            # so root actions are compared on the same hidden hands, deck orders and rollout draws.
+            game, uniform = worlds.get(child.visits)
+            game.step(action)
+            rewards[action].append(self._simulate(child, game, uniform))
+            root.visits += 1
+            done += 1
+        self.last_simulations = done
+        best = max(legal, key=lambda a: len(rewards[a]))
+        if self.rollout_policy is None or self.keep_default_z is None:
+            return best
+        default = self.rollout_policy.act(view)
+        return best if _beats(rewards[best], rewards[default], self.keep_default_z) else default
+
+    def _select_root(self, root: _Node, legal: list[int]) -> int:
+        """UCB1 over the root's legal actions (untried ones first, in a seeded random order)."""
+        children = root.children
+        untried = [action for action in legal if action not in children]
+        if untried:
+            return untried[int(self._uniform() * len(untried))]
+        log_n = math.log(root.visits)
+        c = self.exploration
+        return max(legal, key=lambda a: children[a].reward / children[a].visits
+                   + c * math.sqrt(log_n / children[a].visits))
+
+    def _simulate(self, node: _Node, game: Game, uniform: _Uniforms) -> float:
+        """Selection, expansion, rollout and backup below the root child ``node`` on one world; my reward."""
+        c = self.exploration
+        path = [node]
+        while game.outcome is None and len(path) < self.tree_depth:
+            legal = game.legal_actions()
+            children = node.children
+            untried = []
+            for action in legal:
+                child = children.get(action)
+                if child is None:
+                    untried.append(action)
+                else:
+                    child.available += 1
+            if untried:
+                action = self._expansion(game, legal, untried, uniform)
+                node = children[action] = _Node(game.current)
+                game.step(action)
+                path.append(node)
+                break
+            best_score = -1.0
+            for action in legal:
+                child = children[action]
+                score = child.reward / child.visits + c * math.sqrt(math.log(child.available) / child.visits)
+                if score > best_score:
+                    best_score, best_action, node = score, action, child
+            game.step(best_action)
+            path.append(node)
+        self._rollout(game, uniform)
+        outcome = game.outcome
+        for node in path:
+            node.visits += 1
+            if outcome == node.player:
+                node.reward += 1.0
+            elif outcome is None or outcome == DRAWN:
+                node.reward += 0.5
+        return 1.0 if outcome == _ME else (0.0 if outcome == _OPPONENT else 0.5)
+
+    def _expansion(self, game: Game, legal: list[int], untried: list[int], uniform: _Uniforms) -> int:
+        """The untried action to add to the tree: the rollout policy's own move first, else a random one.
+
+        Expanding the rollout policy's move first keeps the simulated play in a young node as good as the
+        rollouts, instead of a random move for each seat until every action has been tried once.
+        """
+        if self.rollout_policy is not None:
+            action = self.rollout_policy.act(_rollout_view(game, legal))
+            if action in untried:
+                return action
+        return untried[int(uniform() * len(untried))]
+
+    def _rollout(self, game: Game, uniform: _Uniforms) -> None:
+        """Play the simulated game on to its end (or the action cap) with the rollout policy."""
+        policy = self.rollout_policy
+        for _ in range(_MAX_ROLLOUT_ACTIONS):
+            if game.outcome is not None:
+                return
+            legal = game.legal_actions()
+            if len(legal) == 1:
+                game.step(legal[0])
+            elif policy is None:
+                game.step(legal[int(uniform() * len(legal))])
+            else:
+                game.step(policy.act(_rollout_view(game, legal)))
+
+
+class _Worlds:
+    """The determinizations of one decision, built on demand and replayable by index.
+
+    World ``k`` is an opponent hand drawn from the player's sampler, a uniformly shuffled deck of the
+    other unseen cards, and a seed for everything random after that (reshuffles, in-tree and rollout
+    choices), so asking for world ``k`` twice gives the same game with the same random stream.
+    """
+
+    def __init__(self, player: SearchPolicy, view: PublicView) -> None:
+        self.player = player
+        self.unseen = _COPIES - np.asarray(view.hand) - np.asarray(view.discard)
+        discard = [card for card in range(NUM_CARD_TYPES) for _ in range(view.discard[card])]
+        discard.remove(view.top)
+        discard.append(view.top)  # only the top card's position matters to the engine
+        self.discard = discard
+        self.hand = list(view.hand)
+        self.active_colour = view.active_colour
+        self.pending_draw = view.pending_draw
+        self.worlds: list[tuple[list[int], list[int], int]] = []
+
+    def get(self, k: int) -> tuple[Game, _Uniforms]:
+        """World ``k`` as a fresh game (this seat to move) and its random stream."""
+        while len(self.worlds) <= k:
+            self._extend()
+        hand, deck, seed = self.worlds[k]
+        rng = np.random.default_rng(seed)
+        game = Game((self.hand, hand), list(deck), list(self.discard), self.active_colour, _ME,
+                    self.pending_draw, rng)
+        return game, _Uniforms(rng)
+
+    def _extend(self) -> None:
+        rng = self.player._rng
+        hands = np.asarray(self.player._opponent_hands(_SAMPLE_BATCH), dtype=np.int64)
+        decks = self.unseen - hands
+        if (decks < 0).any():
+            raise ValueError("the belief sampled an opponent hand that is not among the unseen cards")
+        seeds = rng.integers(2**62, size=len(hands)).tolist()
+        for hand, counts, seed in zip(hands.tolist(), decks, seeds, strict=True):
+            deck = np.repeat(_CARD_TYPES, counts)
+            rng.shuffle(deck)
+            self.worlds.append((hand, deck.tolist(), seed))
+
+
+def _beats(challenger: list[float], default: list[float], z: float) -> bool:
+    """Whether ``challenger`` beats ``default`` by more than ``z`` standard errors on the worlds both saw."""
+    n = min(len(challenger), len(default))
+    if challenger is default or n < 2:
+        return challenger is default
+    diff = np.subtract(challenger[:n], default[:n])
+    return float(diff.mean()) > z * float(diff.std(ddof=1)) / math.sqrt(n)
+
+
+def _rollout_view(game: Game, legal: list[int]) -> PublicView:
+    """The view of the seat to move in a simulated game, sharing the game's lists (rollout policies only read)."""
+    seat = game.current
+    return PublicView(
+        hand=game.hands[seat], hand_size=game.hand_sizes[seat], opponent_hand_size=game.hand_sizes[1 - seat],
+        deck_size=len(game.deck), discard=game.discard_counts, discard_size=len(game.discard), top=game.discard[-1],
+        active_colour=game.active_colour, pending_draw=game.pending_draw, to_move=True, legal_actions=legal,
+        events=[], outcome=None, encoder=encode_base,
+    )  # fmt: skip
+
+
+class OracleSearchPolicy(SearchPolicy):
+    """The search player given the opponent's TRUE hand: a measurement ceiling, never an opponent.
+
+    ``hidden_hand()`` must return the opponent's current hand (54 counts) in the game being played; each
+    determinization uses it exactly, and only the deck order is sampled. Comparing this player with
+    :class:`SearchPolicy` at the same budget shows how much of the information gap a belief closes.
+    Use it through :func:`play_oracle_game`. Other arguments are those of :class:`SearchPolicy`.
+    """
+
+    def __init__(self, hidden_hand: Callable[[], Sequence[int]], **search_args: Any) -> None:
+        self.hidden_hand = hidden_hand
+        super().__init__(**search_args)
+
+    def observe_start(self, view: PublicView) -> None:
+        """Nothing to track: the oracle reads the opponent's hand instead of inferring it."""
+
+    def _observe(self, view: PublicView) -> None:
+        pass
+
+    def _opponent_hands(self, count: int) -> np.ndarray:
+        return np.tile(np.asarray(self.hidden_hand(), dtype=np.int64), (count, 1))
+
+
+def play_oracle_game(opponent: Policy, seed: int, oracle_seat: int = 0, first_player: int = 0,
+                     **search_args: Any) -> GameResult:
+    """One :func:`~uno_env.match.play_game` of an :class:`OracleSearchPolicy` against ``opponent``.
+
+    The only place the oracle is wired to the hidden state: it reads the other seat's hand in the game
+    ``play_game`` deals. Same ``seed``, same deal, so results pair with ordinary games of that seed.
+    """
+    table: dict[str, Game] = {}
+    oracle = OracleSearchPolicy(lambda: table["game"].hands[1 - oracle_seat], **search_args)
+    policies = (oracle, opponent) if oracle_seat == 0 else (opponent, oracle)
+    return play_game(policies, seed, first_player, on_deal=lambda game: table.__setitem__("game", game))
+
+
+register_policy("search", SearchPolicy)
