@@ -110,7 +110,8 @@ class SearchPolicy:
         opponent_policy: passed to the particle filter for its optional policy-aware likelihood.
         clock: seconds as a float; the time budget reads it (tests pass a fake clock).
 
-    After each searched decision, ``last_simulations`` holds how many simulations ran.
+    After each searched decision, ``last_simulations`` holds how many simulations ran; ``searches`` and
+    ``search_seconds`` count the searched decisions and their time (belief update included) since construction.
     """
 
     def __init__(
@@ -147,6 +148,8 @@ class SearchPolicy:
         self.opponent_policy = opponent_policy
         self.clock = clock
         self.last_simulations = 0
+        self.searches = 0
+        self.search_seconds = 0.0
         self._tracker: Any = None
         self.reset(None)
 
@@ -171,11 +174,15 @@ class SearchPolicy:
 
     def act(self, view: PublicView) -> int:
         """Update the belief with the view's events, then search if there is a choice to make."""
+        start = time.perf_counter()
         self._observe(view)
         legal = view.legal_actions
         if len(legal) == 1:
             return legal[0]
-        return self._search(view)
+        action = self._search(view)
+        self.searches += 1
+        self.search_seconds += time.perf_counter() - start
+        return action
 
     # ------------------------------------------------------------------ belief
     def _observe(self, view: PublicView) -> None:
@@ -313,6 +320,7 @@ class _Worlds:
         self.hand = list(view.hand)
         self.active_colour = view.active_colour
         self.pending_draw = view.pending_draw
+        self.opponent_hand_size = view.opponent_hand_size
         self.worlds: list[tuple[list[int], list[int], int]] = []
 
     def get(self, k: int) -> tuple[Game, _Uniforms]:
@@ -329,8 +337,9 @@ class _Worlds:
         rng = self.player._rng
         hands = np.asarray(self.player._opponent_hands(_SAMPLE_BATCH), dtype=np.int64)
         decks = self.unseen - hands
-        if (decks < 0).any():
-            raise ValueError("the belief sampled an opponent hand that is not among the unseen cards")
+        if (decks < 0).any() or (hands.sum(axis=1) != self.opponent_hand_size).any():
+            raise ValueError(f"an opponent hand to determinize with must be {self.opponent_hand_size} of the "
+                             "unseen cards")
         seeds = rng.integers(2**62, size=len(hands)).tolist()
         for hand, counts, seed in zip(hands.tolist(), decks, seeds, strict=True):
             deck = np.repeat(_CARD_TYPES, counts)
@@ -382,16 +391,18 @@ class OracleSearchPolicy(SearchPolicy):
 
 
 def play_oracle_game(opponent: Policy, seed: int, oracle_seat: int = 0, first_player: int = 0,
-                     **search_args: Any) -> GameResult:
+                     **search_args: Any) -> tuple[GameResult, OracleSearchPolicy]:
     """One :func:`~uno_env.match.play_game` of an :class:`OracleSearchPolicy` against ``opponent``.
 
     The only place the oracle is wired to the hidden state: it reads the other seat's hand in the game
     ``play_game`` deals. Same ``seed``, same deal, so results pair with ordinary games of that seed.
+    Returns the result and the oracle (its ``searches``/``search_seconds`` show what its moves cost).
     """
     table: dict[str, Game] = {}
     oracle = OracleSearchPolicy(lambda: table["game"].hands[1 - oracle_seat], **search_args)
     policies = (oracle, opponent) if oracle_seat == 0 else (opponent, oracle)
-    return play_game(policies, seed, first_player, on_deal=lambda game: table.__setitem__("game", game))
+    result = play_game(policies, seed, first_player, on_deal=lambda game: table.__setitem__("game", game))
+    return result, oracle
 
 
 register_policy("search", SearchPolicy)

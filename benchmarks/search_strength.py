@@ -1,0 +1,101 @@
+"""Strength of the search player against random and rule-based play: belief kinds vs the oracle, by budget.
+
+    .venv/bin/python benchmarks/search_strength.py --opponents rule --budgets 50 200 --pairs 100
+    .venv/bin/python benchmarks/search_strength.py --opponents random rule --budgets 200 --players counting
+
+Every cell plays ``--pairs`` deal pairs (:func:`train.evaluate.deal_seeds`): each deal is played twice with
+the seats swapped. The same deals are used in every cell, so cells are comparable deal by deal. A
+player is the search player with a belief (``counting``, ``particles``) or the ``oracle``
+(:class:`agents.search.OracleSearchPolicy`, which sees the opponent's hand: the ceiling of a perfect
+belief at the same budget). Scores count a win as 1 and a draw as 1/2; the 95% CI is the evaluation
+harness's paired t-interval over deal pairs (:func:`train.evaluate.paired_interval`).
+
+``ms/move`` is the mean wall time of the search player's decisions that had a choice (two or more legal
+actions): belief update plus search, on one core, while other work may share the machine. Forced moves
+(one legal action) cost only the belief update and are not counted.
+
+Prints a Markdown table (copied into docs/RESULTS.md, "Search player").
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from typing import Any
+
+import numpy as np
+
+from agents.search import SearchPolicy, play_oracle_game
+from train.evaluate import deal_seeds, paired_interval
+from uno_env.match import play_game
+from uno_env.opponents import make_policy
+
+PLAYERS = ("counting", "particles", "oracle")
+
+
+def play_cell(player: str, opponent: str, budget: int, seeds: np.ndarray, firsts: np.ndarray,
+              search_args: dict[str, Any]) -> tuple[np.ndarray, int, float]:
+    """Play deal pairs; returns the search player's scores (pairs, 2), its searched moves and their seconds."""
+    rival = make_policy(opponent)
+    args = dict(search_args, simulations=budget)
+    searcher = None if player == "oracle" else SearchPolicy(belief=player, **args)
+    scores = np.empty((len(seeds), 2))
+    searches, seconds = 0, 0.0
+    for i, (seed, first) in enumerate(zip(seeds.tolist(), firsts.tolist(), strict=True)):
+        for seat in (0, 1):
+            if searcher is None:
+                result, oracle = play_oracle_game(rival, seed, oracle_seat=seat, first_player=first, **args)
+                searches += oracle.searches
+                seconds += oracle.search_seconds
+            else:
+                result = play_game((searcher, rival) if seat == 0 else (rival, searcher), seed, first)
+            scores[i, seat] = 0.5 if result.winner == -1 else float(result.winner == seat)
+    if searcher is not None:
+        searches, seconds = searcher.searches, searcher.search_seconds
+    return scores, searches, seconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--opponents", nargs="+", default=["random", "rule"])
+    parser.add_argument("--budgets", nargs="+", type=int, default=[50, 200], help="simulations per move")
+    parser.add_argument("--players", nargs="+", choices=PLAYERS, default=list(PLAYERS))
+    parser.add_argument("--pairs", type=int, default=100, help="deal pairs per cell (2 games each)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--rollout", default="rule")
+    parser.add_argument("--tree-depth", type=int, default=1, help="0: unlimited")
+    parser.add_argument("--n-particles", type=int, default=500)
+    args = parser.parse_args(argv)
+
+    search_args = {"rollout": args.rollout, "tree_depth": args.tree_depth or None, "n_particles": args.n_particles}
+    seeds, firsts = deal_seeds(args.seed, args.pairs)
+    cells = [(player, opponent, budget) for opponent in args.opponents for budget in args.budgets
+             for player in args.players]
+    chunks = np.array_split(np.arange(args.pairs), max(1, 2 * args.workers))
+    print(f"machine: {platform.machine()}, Python {platform.python_version()}; "
+          f"command: {' '.join(sys.argv)}", flush=True)
+    print("| opponent | simulations/move | player | games | win rate | 95% CI | ms/move |")
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: |", flush=True)
+    start = time.perf_counter()
+    with ProcessPoolExecutor(args.workers, mp_context=get_context("fork")) as pool:
+        futures = [[pool.submit(play_cell, *cell, seeds[chunk], firsts[chunk], search_args)
+                    for chunk in chunks if len(chunk)] for cell in cells]
+        for (player, opponent, budget), parts in zip(cells, futures, strict=True):
+            outputs = [future.result() for future in parts]
+            scores = np.concatenate([out[0] for out in outputs])
+            searches = sum(out[1] for out in outputs)
+            seconds = sum(out[2] for out in outputs)
+            low, high = paired_interval(scores)
+            print(f"| {opponent} | {budget} | {player} | {scores.size} | {scores.mean():.1%} | "
+                  f"{low:.1%} - {high:.1%} | {1000 * seconds / max(searches, 1):.1f} |", flush=True)
+    print(f"total wall time: {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
