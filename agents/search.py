@@ -1,27 +1,40 @@
-"""A belief-based search player: single-observer information-set MCTS (SO-ISMCTS) over determinizations.
+"""A belief-based search player: information-set MCTS (SO-ISMCTS) over determinizations of the hidden state.
 
 At each decision with more than one legal action, :class:`SearchPolicy` runs simulations until its
 budget (a number of simulations, milliseconds, or both: whichever ends first) is spent. Each simulation
 
-1. **determinizes**: draws the opponent's hand from the seat's belief (:mod:`uno_env.belief`, card
-   counting or particle filter) and shuffles the rest of the unseen cards into a deck, giving a full
-   :class:`~uno_env.game.Game` consistent with everything the seat has seen;
-2. **selects** down one shared tree whose edges are actions (both seats' moves), with UCB1 where a
-   child's *availability* count (how often its action was legal when its parent was visited) replaces
-   the parent's visit count, since which actions exist depends on the determinization;
-3. **expands** one untried legal action, then **rolls out** to the end of the game with a configurable
-   policy (``"random"``, ``"rule"``, or any Policy object), and
-4. **backs up** the result (win 1, draw 1/2, loss 0) from the side of the seat that made each move.
+1. picks a root action by UCB1 over the legal actions (each tried once first);
+2. **determinizes**: takes a *world*, i.e. an opponent hand drawn from the seat's belief
+   (:mod:`uno_env.belief`: card counting or particle filter) with a uniformly shuffled deck of the
+   other unseen cards, a full :class:`~uno_env.game.Game` consistent with everything the seat has seen;
+3. below the root (up to ``tree_depth``), **selects** down one tree shared by all worlds, whose edges
+   are both seats' actions, with UCB1 where a child's *availability* (how often its action was legal
+   when its parent was visited) replaces the parent's visit count, since the legal actions depend on
+   the world; **expands** one untried action (the rollout policy's own move first);
+4. **rolls out** to the end of the game with the rollout policy (``"rule"``, ``"random"`` or any
+   Policy), and backs up the result (win 1, draw 1/2, loss 0) from the side of the seat that moved.
 
-The move played is the root action visited most.
+Two choices make small budgets count, since in UNO the luck of the draw dwarfs the difference between
+two moves:
+
+* **Common random numbers.** The k-th simulation of every root action runs in the same world k (same
+  hidden hand, deck order and random stream), so root actions are compared on equal luck.
+* **The rollout policy's move is the default.** The search plays the most visited root action only if
+  it beats the rollout policy's own move on the worlds both were tried in by more than
+  ``keep_default_z`` standard errors (a paired comparison); otherwise it keeps the default move.
+  With a good rollout policy, noise can then rarely make the player worse than that policy.
+
+The tree is one level deep by default (``tree_depth=1``: UCB over the legal actions at the root
+information set, rollouts below). Deeper trees are supported, but at the few hundred simulations per
+move a shared 2-core machine affords, nodes below the root get too few visits to beat the rollout
+policy's moves there, and they measured weaker (docs/RESULTS.md, "Search player").
 
 Why information-set MCTS and not POMCP: the belief lives in :mod:`uno_env.belief`, updated from the
-public events between decisions, so the search only needs root samples from it; POMCP would keep its
-own particles in every tree node (a second belief filter) and branch on observations, and our own draws
-reveal a specific card, so its tree would split into many thin branches after every draw at the small
-budgets a 2-core machine affords. POMCP also needs a model of the opponent inside the simulator, while
-ISMCTS lets the opponent's in-tree moves be chosen by UCB for the opponent, so the search plays against
-a strong opponent rather than exploiting an assumed one.
+public events between decisions, so the search only needs root samples from it; POMCP keeps its own
+particles in every tree node (a second belief filter) and branches on observations, and our own draws
+reveal a specific card, so its tree would split into thin branches after every draw. POMCP also needs
+a model of the opponent inside the simulator for in-tree moves; ISMCTS chooses them by UCB for the
+opponent, so the search does not rely on an assumed opponent.
 
 :class:`OracleSearchPolicy` is the same search given the opponent's true hand instead of belief samples
 (the deck order stays hidden). It measures the ceiling a perfect belief reaches at the same budget; it
@@ -107,6 +120,9 @@ class SearchPolicy:
         rollout: policy finishing each simulated game: ``"random"`` (fast path), ``"rule"``, or any
             Policy object (it then plays both seats and receives views built from the simulated game).
         exploration: the UCB1 constant ``c`` in ``mean + c * sqrt(ln(available) / visits)``; rewards are in [0, 1].
+        tree_depth: tree levels before rollouts take over (1: root actions only; ``None``: unlimited).
+        keep_default_z: with a Policy for rollouts, play the search's choice only if it beats that policy's
+            own move by more than this many standard errors on shared worlds (``None``: always the search's).
         opponent_policy: passed to the particle filter for its optional policy-aware likelihood.
         clock: seconds as a float; the time budget reads it (tests pass a fake clock).
 
@@ -120,9 +136,9 @@ class SearchPolicy:
         time_ms: float | None = None,
         belief: str = "counting",
         n_particles: int = 500,
-        rollout: str | Policy = "random",
+        rollout: str | Policy = "rule",
         exploration: float = 0.7,
-        tree_depth: int | None = None,
+        tree_depth: int | None = 1,
         keep_default_z: float | None = 1.0,
         opponent_policy: Policy | None = None,
         clock: Callable[[], float] = time.perf_counter,
