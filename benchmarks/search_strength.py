@@ -5,10 +5,12 @@
 
 Every cell plays ``--pairs`` deal pairs (:func:`train.evaluate.deal_seeds`): each deal is played twice with
 the seats swapped. The same deals are used in every cell, so cells are comparable deal by deal. A
-player is the search player with a belief (``counting``, ``particles``) or the ``oracle``
+player is the search player with a belief (``counting``, ``particles``), the ``oracle``
 (:class:`agents.search.OracleSearchPolicy`, which sees the opponent's hand: the ceiling of a perfect
-belief at the same budget). Scores count a win as 1 and a draw as 1/2; the 95% CI is the evaluation
-harness's paired t-interval over deal pairs (:func:`train.evaluate.paired_interval`).
+belief at the same budget), or ``uniform`` (:class:`UniformSearchPolicy`, which ignores every event: the
+floor). Where a belief lands between floor and ceiling is how much of the information gap it closes.
+Scores count a win as 1 and a draw as 1/2; the 95% CI is the evaluation harness's paired t-interval over
+deal pairs (:func:`train.evaluate.paired_interval`).
 
 ``ms/move`` is the mean wall time of the search player's decisions that had a choice (two or more legal
 actions): belief update plus search, on one core, while other work may share the machine. Forced moves
@@ -31,10 +33,36 @@ import numpy as np
 
 from agents.search import SearchPolicy, play_oracle_game
 from train.evaluate import deal_seeds, paired_interval
+from uno_env.cards import COPIES, NUM_CARD_TYPES
 from uno_env.match import play_game
 from uno_env.opponents import make_policy
+from uno_env.view import PublicView
 
-PLAYERS = ("counting", "particles", "oracle")
+PLAYERS = ("uniform", "counting", "particles", "oracle")
+
+
+class UniformSearchPolicy(SearchPolicy):
+    """The floor of the information gap: the search with opponent hands drawn uniformly from the unseen cards.
+
+    It ignores what the events say about the opponent's hand (for example that it drew for want of a
+    playable card), so it measures the search with no belief beyond card counting of its own view.
+    """
+
+    def observe_start(self, view: PublicView) -> None:
+        self._view = view
+
+    def _observe(self, view: PublicView) -> None:
+        self._view = view
+
+    def _opponent_hands(self, count: int) -> np.ndarray:
+        view = self._view
+        unseen = np.array(COPIES) - np.asarray(view.hand) - np.asarray(view.discard)
+        pool = np.repeat(np.arange(NUM_CARD_TYPES), unseen)
+        # A uniform subset per row: the opponent_hand_size smallest of fresh random keys.
+        picks = np.argsort(self._rng.random((count, len(pool))), axis=1)[:, :view.opponent_hand_size]
+        hands = np.zeros((count, NUM_CARD_TYPES), dtype=np.int64)
+        np.add.at(hands, (np.arange(count)[:, None], pool[picks]), 1)
+        return hands
 
 
 def play_cell(player: str, opponent: str, budget: int, seeds: np.ndarray, firsts: np.ndarray,
@@ -42,7 +70,12 @@ def play_cell(player: str, opponent: str, budget: int, seeds: np.ndarray, firsts
     """Play deal pairs; returns the search player's scores (pairs, 2), its searched moves and their seconds."""
     rival = make_policy(opponent)
     args = dict(search_args, simulations=budget)
-    searcher = None if player == "oracle" else SearchPolicy(belief=player, **args)
+    if player == "oracle":
+        searcher = None
+    elif player == "uniform":
+        searcher = UniformSearchPolicy(**args)
+    else:
+        searcher = SearchPolicy(belief=player, **args)
     scores = np.empty((len(seeds), 2))
     searches, seconds = 0, 0.0
     for i, (seed, first) in enumerate(zip(seeds.tolist(), firsts.tolist(), strict=True)):
