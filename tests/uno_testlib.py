@@ -131,3 +131,17 @@ class ScriptedPolicy:
         if not self.actions:
             raise AssertionError("the scripted opponent was asked to move beyond its script")
         return self.actions.pop(0)
+
+
+class FirstLegalPolicy:
+    """A deterministic opponent that plays its lowest legal action id, recording every view it is shown."""
+
+    def __init__(self) -> None:
+        self.views: list[Any] = []
+
+    def reset(self, seed: int | None = None) -> None:
+        """Nothing to reset: the policy is deterministic."""
+
+    def act(self, view: Any) -> int:
+        self.views.append(view)
+        return min(view.legal_actions)
