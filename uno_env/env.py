@@ -107,14 +107,19 @@ class UnoEnv(gym.Env):
 
     # ------------------------------------------------------------------ Gymnasium API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        super().reset(seed=seed)
         options = options or {}
         unknown = set(options) - {"scenario"}
         if unknown:
             raise ValueError(f"unknown reset option(s): {', '.join(sorted(map(str, unknown)))}; known: scenario")
-        rng = self.np_random
+        # Validate a scenario before seeding, so a malformed one leaves the env (its generator included) as it was.
+        scenario_game = None
         if "scenario" in options:
-            game = Game.from_scenario(options["scenario"], rng)  # raises before any state changes
+            scenario_game = Game.from_scenario(options["scenario"], np.random.default_rng(0))
+        super().reset(seed=seed)
+        rng = self.np_random
+        if scenario_game is not None:
+            game = scenario_game
+            game.rng = rng  # reshuffles after a scenario start come from the env's seeded generator
         else:
             first = {"agent": AGENT, "opponent": OPPONENT}.get(self.first_player)
             game = Game.deal(rng, int(rng.integers(2)) if first is None else first)

@@ -312,8 +312,10 @@ def _parse_scenario(scenario: Mapping[str, Any]) -> tuple:
     if to_move not in ("agent", "opponent"):
         raise ValueError(f"scenario['to_move'] must be 'agent' or 'opponent', got {to_move!r}")
     pending = scenario["pending_draw"]
-    if pending not in (0, 2, 4) or isinstance(pending, bool):
+    # A float such as 2.0 compares equal to 2 but later breaks the deck slicing, so the type is checked too.
+    if isinstance(pending, bool) or not isinstance(pending, int | np.integer) or pending not in (0, 2, 4):
         raise ValueError(f"scenario['pending_draw'] must be 0, 2 or 4, got {pending!r}")
+    pending = int(pending)
     if pending and _RANK[top] != (DRAW2 if pending == 2 else _RANK[WILD_DRAW4]):
         needed = "a draw2" if pending == 2 else "wild_draw4"
         raise ValueError(f"scenario['pending_draw'] is {pending} but the top card is {CARD_NAMES[top]}, "
