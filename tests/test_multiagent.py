@@ -139,9 +139,15 @@ def test_bad_scenario_raises_and_keeps_the_env_usable():
     aec.reset(seed=0)
     bad = one_card_left() | {"pending_draw": 3}
     with pytest.raises(ValueError, match="pending_draw"):
-        aec.reset(options={"scenario": bad})
+        aec.reset(seed=99, options={"scenario": bad})
     obs, *_ = aec.last()
     assert obs["action_mask"].any()
+    # The failed reset did not re-seed: the next unseeded deal continues the seed-0 stream.
+    reference = env()
+    reference.reset(seed=0)
+    reference.reset()
+    aec.reset()
+    assert np.array_equal(aec.observe("player_0")["observation"], reference.observe("player_0")["observation"])
 
 
 def test_max_steps_truncates_both_players():

@@ -188,15 +188,18 @@ class UnoAECEnv(AECEnv):
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         """Deal a new game (or set up ``options["scenario"]``); all randomness derives from ``seed``."""
-        if seed is not None or self._np_random is None:
-            self._np_random, _ = seeding.np_random(seed)
-        rng = self._np_random
         options = options or {}
         ignored = sorted(map(str, set(options) - {"scenario"}))
         if ignored:
             gymnasium.logger.warn(f"uno_v0 ignores unknown reset option(s): {', '.join(ignored)}")
-        if "scenario" in options:
-            game = Game.from_scenario(options["scenario"], rng)  # raises before any state changes
+        # A scenario is validated before seeding, so a malformed one leaves the env (generator included) as it was.
+        scenario_game = Game.from_scenario(options["scenario"], self._np_random) if "scenario" in options else None
+        if seed is not None or self._np_random is None:
+            self._np_random, _ = seeding.np_random(seed)
+        rng = self._np_random
+        if scenario_game is not None:
+            game = scenario_game
+            game.rng = rng  # reshuffles after a scenario start come from the seeded generator
         else:
             first = _SEAT.get(self.first_player)
             game = Game.deal(rng, int(rng.integers(2)) if first is None else first)
