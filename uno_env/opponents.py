@@ -78,19 +78,23 @@ class RulePolicy:
         hand = view.hand
         colour_counts = [sum(hand[c * NUM_COLOURED_RANKS:(c + 1) * NUM_COLOURED_RANKS]) for c in range(4)]
         danger = view.opponent_hand_size <= 2
-        best_action, best_score = legal[0], None
+        best_action, best_key = legal[0], None
         for action in legal:
             card = action_card(action)
             colour = action // 15
             score = colour_counts[colour] - (1 if card < WILD else 0)
+            # The tier ranks before the score, so "first" in the docstring holds however many cards of one
+            # colour are held: attacks when the opponent is about to go out, then coloured cards, then wilds.
             if card == WILD:
-                score -= 5
+                tier, score = 0, score - 5
             elif card == WILD_DRAW4:
-                score += 16 + 20 if danger else -4
+                tier, score = (2, score + 36) if danger else (0, score - 4)
             elif card % NUM_COLOURED_RANKS in (SKIP, REVERSE, DRAW2):
-                score += 20 if danger else 2
-            if best_score is None or score > best_score:
-                best_action, best_score = action, score
+                tier, score = (2, score + 20) if danger else (1, score + 2)
+            else:
+                tier = 1
+            if best_key is None or (tier, score) > best_key:
+                best_action, best_key = action, (tier, score)
         return best_action
 
 
