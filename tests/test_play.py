@@ -6,12 +6,15 @@ import io
 import re
 import subprocess
 import sys
+import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from train import play
 from uno_env.opponents import RandomPolicy
+from uno_env.view import PLAY
 
 ROOT = Path(__file__).resolve().parent.parent
 #: A policy object for the ``module:attribute`` form (this file is importable as ``test_play``).
@@ -150,3 +153,47 @@ def test_python_dash_m_runs_the_game():
     assert result.returncode == 0, result.stderr
     assert "'x' is not a number" in result.stdout
     assert "You left the game." in result.stdout
+
+
+class RecordingTracker:
+    """A stand-in belief tracker: remembers every event it learns, and reports what it knew when asked."""
+
+    snapshots: list[list[tuple]] = []
+
+    def __init__(self) -> None:
+        self.events: list[tuple] = []
+
+    def reset(self, view) -> None:
+        self.events = list(view.events)
+
+    def update(self, view) -> None:
+        self.events += view.events
+
+    def features(self) -> np.ndarray:
+        return np.zeros(3, dtype=np.float32)
+
+    def sample_hands(self, count: int, rng: np.random.Generator) -> np.ndarray:
+        RecordingTracker.snapshots.append(list(self.events))
+        hands = np.zeros((count, 54))
+        hands[:, 0] = len(self.events)  # shown as the expected count of red:0
+        return hands
+
+
+def test_belief_watch_learns_every_opponent_event_exactly_once(monkeypatch):
+    fake = types.ModuleType("uno_env.belief")
+    fake.BELIEF_FEATURES = 3
+    fake.make_belief = lambda kind, n_particles, rng, opponent_policy: RecordingTracker()
+    monkeypatch.setitem(sys.modules, "uno_env.belief", fake)
+    monkeypatch.setattr(RecordingTracker, "snapshots", [])
+    lines: list[str] = []
+    result = play.play(RandomPolicy(), seed=5, first="agent", show_belief=True, read=lambda prompt: "1",
+                       write=lines.append)
+    assert result in ("agent", "opponent", "draw")
+    snapshots = RecordingTracker.snapshots
+    assert len(snapshots) == sum(line.startswith("The opponent's card counting expects") for line in lines) > 5
+    # What the opponent's seat knew at each of the human's turns only ever grows: no event lost or repeated.
+    for before, after in zip(snapshots, snapshots[1:], strict=False):
+        assert after[:len(before)] == before and len(after) > len(before)
+    assert any(kind == PLAY and player == 1 for kind, player, *_ in snapshots[-1])  # the human's plays
+    shown = [line for line in lines if line.lstrip().startswith("red:0 ")]
+    assert [float(line.split()[1]) for line in shown] == [float(len(s)) for s in snapshots]

@@ -52,9 +52,14 @@ class BeliefWatch:
     so the real tracker still receives each event exactly once.
     """
 
+    #: Hands drawn from the belief to estimate the expected counts (the same ``sample_hands`` call the search
+    #: player determinizes with); enough for two decimals to be meaningful at a glance.
+    SAMPLES = 400
+
     def __init__(self, game: Game, rng: np.random.Generator) -> None:
         self.observer = SeatObserver(belief="counting")
         self.observer.start(game, OPPONENT, rng)
+        self.rng = rng
 
     def update(self, view: PublicView) -> None:
         """Learn from a view of the opponent's seat (call for every one of them, in order)."""
@@ -64,7 +69,7 @@ class BeliefWatch:
         """Expected copies of each card type in the human's hand, given the opponent's public view now."""
         tracker = copy.deepcopy(self.observer.tracker)
         tracker.update(game.observe(OPPONENT, consume_events=False))
-        return np.asarray(tracker.expected_counts(), dtype=float)
+        return np.asarray(tracker.sample_hands(self.SAMPLES, self.rng), dtype=float).mean(axis=0)
 
     def describe(self, game: Game, hand: Sequence[int], top: int = 6) -> list[str]:
         """Lines for the terminal: the ``top`` card types the opponent most expects you to hold."""
