@@ -48,6 +48,7 @@ class EnvConfig:
     first_player: Literal["agent", "opponent", "random"] = "random"
     n_particles: int = field(default=200, metadata=_check(_positive))
     max_episode_steps: int = field(default=1000, metadata=_check(_positive))
+    reward_shaping: float = field(default=0.0, metadata=_check(_non_negative))  # see train.trainer.CardCountShaping
 
 
 @dataclass
@@ -96,6 +97,17 @@ class SelfPlayConfig:
 
 
 @dataclass
+class PretrainConfig:
+    """Behaviour cloning of a teacher before PPO (``train.pretrain``); off while ``teacher`` is null."""
+
+    teacher: str | None = None
+    games: int = field(default=2000, metadata=_check(_positive))
+    epochs: int = field(default=10, metadata=_check(_positive))
+    learning_rate: float = field(default=1e-3, metadata=_check(_positive))
+    batch_size: int = field(default=256, metadata=_check(_positive))
+
+
+@dataclass
 class EvalConfig:
     """Evaluation during and after training (paired, seat-balanced: see ``train.evaluate``)."""
 
@@ -126,6 +138,7 @@ class TrainConfig:
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     opponents: list[PhaseConfig] = field(default_factory=lambda: [PhaseConfig(mix={"random": 1.0})])
     self_play: SelfPlayConfig = field(default_factory=SelfPlayConfig)
+    pretrain: PretrainConfig = field(default_factory=PretrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
 
     def uses_self_play(self) -> bool:
@@ -281,6 +294,9 @@ def _validate(config: TrainConfig) -> None:
             raise ConfigError(f"{key}.mix weights must sum to more than 0, got {phase.mix!r}")
     if previous != 1.0:
         raise ConfigError(f"the last phase's until must be 1.0 (the end of the run), got {previous!r}")
+    teacher = config.pretrain.teacher
+    if teacher is not None and validate_spec(teacher):
+        raise ConfigError(f"pretrain.teacher: unknown player {teacher!r}: {validate_spec(teacher)}")
     for i, name in enumerate(config.eval.opponents):
         problem = validate_spec(name)
         if problem:

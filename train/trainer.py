@@ -46,18 +46,54 @@ from train.config import SELF, ConfigError, TrainConfig, config_to_dict
 from train.evaluate import MatchResult, evaluate, format_table, make_executor
 from train.opponent_mix import OpponentMix, OpponentMixWrapper
 from train.policies import checkpoint_path, spec_belief
+from train.pretrain import clone, collect
 from uno_env.env import UnoEnv
 
 _SCORE = {"agent": 1.0, "opponent": 0.0, "draw": 0.5}
 
 
-def make_env(env_options: dict[str, Any], mix: dict[str, float], opponent_belief: str) -> gym.Env:
+class CardCountShaping(gym.Wrapper):
+    """Potential-based reward shaping (Ng et al., 1999) with the potential ``weight * (their cards - my cards)``.
+
+    Each step adds ``gamma * phi(next) - phi(now)``, with ``phi = 0`` once the game is over, so every
+    card the agent sheds or the opponent draws pays at once, while the optimal policy is unchanged:
+    the shaping terms telescope, and with the start position symmetric (7 cards each) they add up
+    to (nearly, for gamma < 1) nothing over a game. ``info["is_success"]`` and the unshaped game result
+    are untouched.
+    """
+
+    def __init__(self, env: gym.Env, weight: float, gamma: float) -> None:
+        super().__init__(env)
+        self.weight = weight
+        self.gamma = gamma
+        self.potential = 0.0
+
+    def _potential(self, info: dict[str, Any]) -> float:
+        return self.weight * (info["opponent_hand_size"] - len(info["hand"]))
+
+    def reset(self, **kwargs: Any):
+        obs, info = self.env.reset(**kwargs)
+        self.potential = self._potential(info)
+        return obs, info
+
+    def step(self, action: Any):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        after = 0.0 if terminated else self._potential(info)
+        reward += self.gamma * after - self.potential
+        self.potential = after
+        return obs, reward, terminated, truncated, info
+
+
+def make_env(env_options: dict[str, Any], mix: dict[str, float], opponent_belief: str,
+             gamma: float = 0.99) -> gym.Env:
     """One training env: UnoEnv with an :class:`OpponentMix` opponent, a step limit, the mix wrapper."""
     torch.set_num_threads(1)  # in a SubprocVecEnv worker: checkpoint opponents must not fight for cores
     opponent = OpponentMix(mix, belief=opponent_belief)
     env = UnoEnv(opponent=opponent, first_player=env_options["first_player"], belief=env_options["belief"],
                  n_particles=env_options["n_particles"])
     env = gym.wrappers.TimeLimit(env, env_options["max_episode_steps"])
+    if env_options["reward_shaping"]:
+        env = CardCountShaping(env, env_options["reward_shaping"], gamma)
     return OpponentMixWrapper(env, opponent)
 
 
@@ -206,7 +242,8 @@ def build_vec_env(config: TrainConfig, seed: int) -> VecEnv:
     env_options = config_to_dict(config)["env"]
     vec_cls, vec_kwargs = (SubprocVecEnv, {"start_method": config.start_method}) if config.vec_env == "subproc" \
         else (DummyVecEnv, {})
-    return make_vec_env(partial(make_env, env_options, first_mix, opponent_belief(config)), n_envs=config.n_envs,
+    return make_vec_env(partial(make_env, env_options, first_mix, opponent_belief(config), config.ppo.gamma),
+                        n_envs=config.n_envs,
                         seed=seed, vec_env_cls=vec_cls, vec_env_kwargs=vec_kwargs)
 
 
@@ -231,6 +268,7 @@ def train(config: TrainConfig, run_dir: str | Path, resume: bool = False, comman
         out.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')}  {command or ' '.join(sys.argv)}\n")
 
     start_step = 0
+    pretrain_metrics: dict[str, float] = {}
     if resume:
         last = sorted(checkpoints.glob("step_*.zip"))[-1]
         start_step = int(read_settings(last)["steps"])
@@ -242,11 +280,19 @@ def train(config: TrainConfig, run_dir: str | Path, resume: bool = False, comman
         model.set_random_seed(config.seed + start_step)
     else:
         model = MaskablePPO("MlpPolicy", venv, seed=config.seed, device="cpu", verbose=0, **common)
+        if config.pretrain.teacher is not None:
+            started = time.perf_counter()
+            pretrain_metrics = clone(model, collect(config, config.seed), config, config.seed)
+            pretrain_metrics["seconds"] = round(time.perf_counter() - started, 1)
     # Our own logger: TensorBoard events straight into RUN_DIR/tb, continued (same folder) on resume.
     model.set_logger(configure_logger(str(run_dir / "tb"), ["tensorboard"]))
 
     callback = RunCallback(config, run_dir)
     callback.init_callback(model)
+    for key, value in pretrain_metrics.items():
+        model.logger.record(f"pretrain/{key}", value)
+    if pretrain_metrics:
+        model.logger.dump(0)
     started = time.perf_counter()
     try:
         callback.sync_opponents()
@@ -264,7 +310,7 @@ def train(config: TrainConfig, run_dir: str | Path, resume: bool = False, comman
     finally:
         callback.close()
         venv.close()
-    _record_session(run_dir, start_step, int(model.num_timesteps), train_seconds)
+    _record_session(run_dir, start_step, int(model.num_timesteps), train_seconds, pretrain_metrics)
     if results and not quiet:
         print(f"\nFinal evaluation of {run_dir / 'best_model.zip'} ({config.eval.final_pairs} deal pairs "
               f"per opponent, seed {config.eval.seed + 1}):\n{format_table(results)}")
@@ -291,9 +337,12 @@ def final_evaluation(config: TrainConfig, run_dir: Path, callback: RunCallback) 
     return results
 
 
-def _record_session(run_dir: Path, start_step: int, end_step: int, seconds: float) -> None:
+def _record_session(run_dir: Path, start_step: int, end_step: int, seconds: float,
+                    pretrain: dict[str, float]) -> None:
     path = run_dir / "run_info.json"
     info = json.loads(path.read_text()) if path.exists() else {"machine": machine(), "sessions": []}
+    if pretrain:
+        info["pretrain"] = pretrain
     info["sessions"].append({"from_step": start_step, "to_step": end_step, "train_seconds": round(seconds, 1),
                              "steps_per_second": round((end_step - start_step) / seconds, 1) if seconds else None})
     info["total_train_seconds"] = round(sum(s["train_seconds"] for s in info["sessions"]), 1)

@@ -1,0 +1,72 @@
+"""What one seat can infer about the opponent's hidden hand from its own public view and the public events.
+
+Three settings (the env option ``belief``):
+
+* ``"none"``: no tracker (:class:`NoBelief`, empty features);
+* ``"counting"``: exact card counting (:class:`CountingBelief`): the opponent's hand is a uniformly random
+  subset of the unseen cards; the baseline;
+* ``"particles"``: the particle filter (:class:`ParticleBelief`) with N lazy (Rao-Blackwellized) particles,
+  which also learns from what the opponent did: the cards it played, the draws that show it had no playable
+  card, our own draws, reshuffles; optionally policy-aware (:mod:`uno_env.belief.models`).
+
+Every tracker sees only :class:`~uno_env.view.PublicView` objects of its seat (``reset`` with the view right
+after the deal, then ``update`` with each later view), never the game: leakage of hidden state is
+impossible by construction. ``features()`` returns the :data:`BELIEF_FEATURES` channels named in
+:data:`FEATURE_NAMES` (expected count of each card type in the opponent's hand, probabilities that it can
+play on each colour, holds a wild, can play on the current top card). ``sample_hands`` draws opponent hands
+for determinizing planners. :class:`ExactBelief` enumerates the exact posterior on small positions (the
+reference of the tests and of ``python -m uno_env.belief.quality``). docs/BELIEF.md has the maths,
+each update case and the measured quality and cost.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from uno_env.belief.exact import ExactBelief
+from uno_env.belief.filters import (
+    BELIEF_FEATURES,
+    FEATURE_NAMES,
+    Belief,
+    CountingBelief,
+    NoBelief,
+    ParticleBelief,
+    belief_features,
+)
+from uno_env.belief.models import OpponentModel, RandomModel, RuleModel, opponent_model
+
+BELIEF_KINDS: tuple[str, ...] = ("none", "counting", "particles")
+
+__all__ = [
+    "BELIEF_FEATURES", "BELIEF_KINDS", "FEATURE_NAMES", "Belief", "CountingBelief", "ExactBelief", "NoBelief",
+    "OpponentModel", "ParticleBelief", "RandomModel", "RuleModel", "belief_features", "make_belief",
+    "opponent_model",
+]
+
+
+def make_belief(kind: str, *, n_particles: int = 1000, rng: np.random.Generator,
+                opponent_policy: Any = None) -> Belief:
+    """A belief tracker of the given kind (:data:`BELIEF_KINDS`).
+
+    Args:
+        kind: ``"none"``, ``"counting"`` or ``"particles"``.
+        n_particles: N for ``"particles"`` (a positive int).
+        rng: the generator of the tracker's random draws (particles only).
+        opponent_policy: the opponent's policy if known; the particle filter uses its likelihood when
+            :func:`~uno_env.belief.models.opponent_model` knows it (the built-in ``random`` and ``rule``
+            policies, or any :class:`~uno_env.belief.models.OpponentModel`), and ignores it otherwise.
+
+    Raises:
+        ValueError: naming the unknown kind or the invalid ``n_particles``.
+    """
+    if kind == "none":
+        return NoBelief()
+    if kind == "counting":
+        return CountingBelief()
+    if kind == "particles":
+        if not isinstance(n_particles, int | np.integer) or isinstance(n_particles, bool) or n_particles < 1:
+            raise ValueError(f"n_particles must be a positive int, got {n_particles!r}")
+        return ParticleBelief(int(n_particles), rng, model=opponent_model(opponent_policy))
+    raise ValueError(f"unknown belief kind {kind!r}; expected one of {', '.join(map(repr, BELIEF_KINDS))}")

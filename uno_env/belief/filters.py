@@ -1,0 +1,290 @@
+"""The belief trackers: no belief, card counting, and the particle filter.
+
+All three implement the :class:`Belief` interface the environment and the planner use: ``reset`` with the
+seat's view right after the deal, ``update`` with each later view of that seat, then ``features``,
+``expected_counts``, ``sample_hands`` (and ``marginals`` / ``log_prob`` for the quality measure).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from uno_env.belief.lazy import Depleted, HandStates
+from uno_env.belief.models import OpponentModel
+from uno_env.belief.tracker import Decision, PublicTracker, pool_of
+from uno_env.cards import COLOURS, NUM_CARD_TYPES, NUM_COLOURED_RANKS, PLAYABLE, WILD, WILD_DRAW4, card_name, card_rank
+from uno_env.view import Event, PublicView
+
+_ALL_TYPES = np.arange(NUM_CARD_TYPES)
+
+
+def _feature_sets() -> np.ndarray:
+    """(54 x 5) card-type sets of the fixed probability channels: each colour plus the wilds, and the wilds."""
+    sets = np.zeros((NUM_CARD_TYPES, 5), dtype=bool)
+    for colour in range(4):
+        sets[colour * NUM_COLOURED_RANKS:(colour + 1) * NUM_COLOURED_RANKS, colour] = True
+    sets[[WILD, WILD_DRAW4], :] = True
+    return sets
+
+
+_FIXED_SETS = _feature_sets()
+
+#: Names of the belief feature channels, in order (see :data:`BELIEF_FEATURES` and docs/BELIEF.md).
+FEATURE_NAMES: tuple[str, ...] = (
+    tuple(f"expected_count[{card_name(t)}]" for t in range(NUM_CARD_TYPES))
+    + tuple(f"can_play[{colour}]" for colour in COLOURS)
+    + ("holds_wild", "can_play_top")
+)
+#: Length of :meth:`Belief.features` for ``"counting"`` and ``"particles"``.
+BELIEF_FEATURES = len(FEATURE_NAMES)
+
+
+def belief_features(states: HandStates, pool: np.ndarray, top: int, colour: int) -> np.ndarray:
+    """The feature vector (float32, :data:`FEATURE_NAMES` order) of a set of hypotheses in a position.
+
+    * 0-53 ``expected_count[card]``: expected number of copies of the type in the opponent's hand (0-4);
+    * 54-57 ``can_play[colour]``: probability that the opponent holds a card of that colour or a wild,
+      i.e. could play if that colour were in force (and no rank matched);
+    * 58 ``holds_wild``: probability that it holds a wild or a wild draw four;
+    * 59 ``can_play_top``: probability that it holds a card playable on the current top card and colour.
+    """
+    sets = np.zeros((NUM_CARD_TYPES, 6), dtype=bool)
+    sets[:, :5] = _FIXED_SETS
+    sets[list(PLAYABLE[colour][card_rank(top)]), 5] = True
+    none = states.prob_none(pool, sets)
+    return np.concatenate((states.expected_counts(pool), 1.0 - none)).astype(np.float32)
+
+
+class Belief(Protocol):
+    """The interface of every belief tracker (see the package docstring)."""
+
+    def reset(self, view: PublicView) -> None: ...
+
+    def update(self, view: PublicView) -> None: ...
+
+    def features(self) -> np.ndarray: ...
+
+    def expected_counts(self) -> np.ndarray: ...
+
+    def sample_hands(self, n: int, rng: np.random.Generator) -> np.ndarray: ...
+
+
+class NoBelief:
+    """``belief="none"``: tracks nothing; its feature vector is empty."""
+
+    def reset(self, view: PublicView) -> None:
+        """Nothing to track."""
+
+    def update(self, view: PublicView) -> None:
+        """Nothing to track."""
+
+    def features(self) -> np.ndarray:
+        """An empty float32 vector."""
+        return np.zeros(0, dtype=np.float32)
+
+    def expected_counts(self) -> np.ndarray:
+        """Not available without a belief."""
+        raise RuntimeError("belief='none' tracks nothing; use 'counting' or 'particles' for expected counts")
+
+    def sample_hands(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """Not available without a belief."""
+        raise RuntimeError("belief='none' tracks nothing; use 'counting' or 'particles' to sample hands")
+
+
+class _StatesBelief:
+    """What card counting and the particle filter share: answers read from ``self.states``."""
+
+    states: HandStates
+    pool: np.ndarray
+    top: int
+    colour: int
+    _features: np.ndarray | None
+
+    def features(self) -> np.ndarray:
+        """The belief feature vector (float32, :data:`BELIEF_FEATURES`), documented in :func:`belief_features`."""
+        if self._features is None:
+            self._features = belief_features(self.states, self.pool, self.top, self.colour)
+        return self._features.copy()
+
+    def expected_counts(self) -> np.ndarray:
+        """``E[count of each card type in the opponent's hand]``, float64 (54,)."""
+        return self.states.expected_counts(self.pool)
+
+    def marginals(self) -> np.ndarray:
+        """``P(count of type t = x)``, (54, 5) for x = 0..4."""
+        return self.states.marginals(self.pool)
+
+    def log_prob(self, hand: np.ndarray) -> float:
+        """``log P(opponent hand = hand)`` (54 counts)."""
+        return self.states.log_prob(self.pool, hand)
+
+    def sample_hands(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` opponent hands (int64 rows of 54 counts) drawn from the belief."""
+        return self.states.sample(self.pool, n, rng)
+
+
+class CountingBelief(_StatesBelief):
+    """Exact card counting: the opponent's hand is a uniformly random subset of the unseen cards.
+
+    The unseen pool is every card in neither our hand nor the discard pile (deck and opponent hand);
+    marginals are hypergeometric: ``E[count of t] = n * U_t / |U|`` and
+    ``P(no card of set S) = C(|U| - U_S, n) / C(|U|, n)``. It ignores what the opponent's actions reveal,
+    which makes it the baseline every other belief must beat.
+    """
+
+    def __init__(self) -> None:
+        self._features = None
+
+    def reset(self, view: PublicView) -> None:
+        """Start from the view after the deal."""
+        self.update(view)
+
+    def update(self, view: PublicView) -> None:
+        """Recompute from the view (the belief depends only on the current public state)."""
+        self.pool = pool_of(view)
+        self.top, self.colour = view.top, view.active_colour
+        self.states = HandStates.uniform(view.opponent_hand_size, 1)
+        self._features = None
+
+
+class ParticleBelief(PublicTracker, _StatesBelief):
+    """The particle filter of the framework note, with Rao-Blackwellized (lazy) particles.
+
+    Particles are hypotheses about the opponent's hand stored as :class:`~uno_env.belief.lazy.HandStates`
+    (duplicate rows of the ``(N x 54)`` particle array merged). Every public event updates them exactly
+    (see docs/BELIEF.md for each case): opponent plays, voluntary draws (it held no playable card),
+    forced draws, our own draws (the drawn card was in the deck), reshuffles. Weights are likelihoods;
+    when the effective sample size falls below ``ess_threshold * N`` the particles are resampled
+    (systematic resampling). If every particle becomes impossible, the filter re-runs the whole recorded
+    event history with fresh particles (``recoveries``); if that fails too, it restarts from card counting
+    at the current position and continues (``fallbacks``). It never raises for that reason nor yields NaN.
+
+    Args:
+        n_particles: N.
+        rng: the generator of all its random draws.
+        model: an :class:`~uno_env.belief.models.OpponentModel` for the policy-aware likelihood, or ``None``.
+        lazy: ``False`` resolves every particle to a full hand after each event: the plain filter of the note
+            (kept to measure what the lazy representation buys).
+        ess_threshold: resample when ESS < ``ess_threshold * N``.
+    """
+
+    def __init__(self, n_particles: int, rng: np.random.Generator, model: OpponentModel | None = None,
+                 lazy: bool = True, ess_threshold: float = 0.5) -> None:
+        self.n_particles = n_particles
+        self.rng = rng
+        self.model = model
+        self.lazy = lazy
+        self.ess_threshold = ess_threshold
+        self.recoveries = 0
+        self.fallbacks = 0
+        self._use_model = True
+        self._public_only = False
+        self._features = None
+
+    def reset(self, view: PublicView) -> None:
+        """Start from the seat's view right after the deal (or a scenario's start)."""
+        self._start(view)
+        self._initial = self._snapshot()
+        self._history: list[Event] = []
+        self._fresh_particles(self.n_particles)
+        self._features = None
+
+    def update(self, view: PublicView) -> None:
+        """Apply the view's events (everything public since the previous call)."""
+        for event in view.events:
+            try:
+                self._step(event)
+            except Depleted:
+                self._recover(event)
+            self._history.append(event)
+        self._verify(view)
+        self._features = None
+
+    @property
+    def ess(self) -> float:
+        """Current effective sample size."""
+        return self.states.ess()
+
+    # ------------------------------------------------------------------ filtering
+    def _fresh_particles(self, particles: int) -> None:
+        self._target = particles
+        self.states = HandStates.uniform(self.opp_size, particles)
+        if not self.lazy:
+            self.states.resolve(self.pool, _ALL_TYPES, self.rng)
+
+    def _step(self, event: Event) -> None:
+        self._apply(event)
+        if not self.lazy:
+            self.states.resolve(self.pool, _ALL_TYPES, self.rng)
+        if self.states.ess() < self.ess_threshold * self._target:
+            self.states.resample(self._target, self.rng)
+
+    def _own_draw(self, card: int) -> None:
+        if not self._public_only:
+            self.states.own_draw(self.pool, card)
+
+    def _opp_play(self, card: int, action: int, decision: Decision) -> None:
+        if self._public_only:
+            return
+        states = self.states
+        states.resolve_type(self.pool, card, self.rng, require=True)
+        if self.model is not None and self._use_model:
+            states.resolve(self.pool, self.model.needs(decision), self.rng)
+            states.reweight(self.model.likelihood(states.R, action, decision))
+        states.R[:, card] -= 1
+
+    def _opp_draw(self, count: int, playable: tuple[int, ...] | None) -> None:
+        if self._public_only:
+            return
+        if playable is not None:
+            self.states.constrain(self.pool, playable)
+        self.states.draw(self.pool, count, self.rng)
+
+    def _reshuffle(self, added: np.ndarray) -> None:
+        # The lazy subsets are uniform over the unseen copies before the reshuffle, not over the cards the
+        # discard pile adds, so they are resolved first; afterwards every domain is empty and merges into one.
+        if not self._public_only:
+            self.states.resolve(self.pool, _ALL_TYPES, self.rng)
+
+    # ------------------------------------------------------------------ recovery
+    def _recover(self, failed: Event) -> None:
+        """Every particle died at ``failed``: re-run the history with fresh particles, else restart from counting."""
+        events = [*self._history, failed]
+        for particles in (self.n_particles, 4 * self.n_particles):
+            self._restore(self._initial)
+            self._fresh_particles(particles)
+            try:
+                for event in events:
+                    self._step(event)
+            except Depleted:
+                continue
+            if particles != self.n_particles:
+                self._target = self.n_particles
+                self.states.resample(self.n_particles, self.rng)
+            self.recoveries += 1
+            return
+        self.fallbacks += 1
+        self._restore(self._initial)
+        self._replay_public(self._history)
+        self._fresh_particles(self.n_particles)
+        before = self._snapshot()
+        self._use_model = False  # the uniform restart always explains the event without the policy term
+        try:
+            self._step(failed)
+        except Depleted:  # inconsistent input: take counting's belief after the event
+            self._restore(before)
+            self._replay_public([failed])
+            self._fresh_particles(self.n_particles)
+        finally:
+            self._use_model = True
+
+    def _replay_public(self, events: list[Event]) -> None:
+        """Replay events into the public state only, leaving the particles alone."""
+        self._public_only = True
+        try:
+            for event in events:
+                self._apply(event)
+        finally:
+            self._public_only = False
