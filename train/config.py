@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,17 +173,21 @@ def _type_name(kind: Any) -> str:
 
 
 def _number(value: Any) -> float | None:
-    """YAML reads ``3e-4`` (no dot) as a string; accept numeric strings and real numbers, not booleans."""
+    """YAML reads ``3e-4`` (no dot) as a string; accept numeric strings and real numbers, not booleans.
+
+    Infinities and NaN (``.inf``, ``nan``) are refused: no key means them, and ``int()`` would raise on them.
+    """
     if isinstance(value, bool):
         return None
+    number: float | None = None
     if isinstance(value, int | float):
-        return value
-    if isinstance(value, str):
+        number = value
+    elif isinstance(value, str):
         try:
-            return float(value.replace("_", ""))
+            number = float(value.replace("_", ""))
         except ValueError:
             return None
-    return None
+    return number if number is not None and math.isfinite(number) else None
 
 
 def _parse(kind: Any, value: Any, key: str) -> Any:
@@ -293,7 +298,8 @@ def _validate(config: TrainConfig) -> None:
         if sum(phase.mix.values()) <= 0:
             raise ConfigError(f"{key}.mix weights must sum to more than 0, got {phase.mix!r}")
     if previous != 1.0:
-        raise ConfigError(f"the last phase's until must be 1.0 (the end of the run), got {previous!r}")
+        raise ConfigError(f"opponents[{len(config.opponents) - 1}].until must be 1.0 (the last phase ends the run), "
+                          f"got {previous!r}")
     teacher = config.pretrain.teacher
     if teacher is not None and validate_spec(teacher):
         raise ConfigError(f"pretrain.teacher: unknown player {teacher!r}: {validate_spec(teacher)}")
@@ -322,7 +328,10 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
         if not isinstance(child, dict):
             raise ConfigError(f"cannot set {key!r}: {'.'.join(parents[:i + 1])} is not a mapping")
         node = child
-    node[last] = yaml.safe_load(text)
+    try:
+        node[last] = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ConfigError(f"the value of override {assignment!r} is not valid YAML: {error}") from None
 
 
 def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> TrainConfig:
@@ -332,6 +341,10 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
         data = yaml.safe_load(path.read_text()) or {}
     except FileNotFoundError:
         raise ConfigError(f"config file {path} does not exist") from None
+    except UnicodeDecodeError:  # e.g. a checkpoint .zip given as the config
+        raise ConfigError(f"config file {path} is not a YAML text file") from None
+    except OSError as error:  # e.g. a run folder given as the config (IsADirectoryError)
+        raise ConfigError(f"cannot read config file {path}: {error.strerror or error}") from None
     except yaml.YAMLError as error:
         raise ConfigError(f"{path} is not valid YAML: {error}") from None
     if not isinstance(data, dict):
