@@ -45,20 +45,13 @@ from agents.ppo import PPOPolicy, load_model, read_settings, save_model
 from train.config import SELF, ConfigError, TrainConfig, config_to_dict
 from train.evaluate import MatchResult, evaluate, format_table, make_executor
 from train.opponent_mix import OpponentMix, OpponentMixWrapper
-from train.policies import checkpoint_path, resolve_policy, spec_belief
+from train.policies import checkpoint_path, label, resolve_policy, spec_belief
 from train.pretrain import clone, collect
-from uno_env.belief import CountingBelief, make_belief
-from uno_env.cards import NUM_CARD_TYPES
+from uno_env.belief.quality import METRICS, cluster_mean, measure_quality
 from uno_env.env import UnoEnv
-from uno_env.game import Game
-from uno_env.match import play_game
 from uno_env.opponents import Policy
-from uno_env.view import PublicView
 
 _SCORE = {"agent": 1.0, "opponent": 0.0, "draw": 0.5}
-#: Belief probabilities are clipped below at this value before taking logs (a true count given no mass).
-LOG_LOSS_CLIP = 1e-6
-_TYPES = np.arange(NUM_CARD_TYPES)
 
 
 class CardCountShaping(gym.Wrapper):
@@ -94,67 +87,25 @@ class CardCountShaping(gym.Wrapper):
 
 
 # ------------------------------------------------------------------------------------ belief quality
-# NOTE: uno_env/belief/quality.py (in progress elsewhere) measures the same log-loss, for policy *names*;
-# once it accepts a Policy object (a checkpoint), belief_log_loss can call it instead.
-def hand_log_loss(marginals: np.ndarray, hand: np.ndarray) -> float:
-    """Mean over the 54 card types of ``-log P(count_t = hand_t)`` under a belief's (54, 5) marginals (nats)."""
-    p_true = marginals[_TYPES, np.asarray(hand, dtype=np.intp)]
-    return float(-np.log(np.maximum(p_true, LOG_LOSS_CLIP)).mean())
-
-
-class _BeliefProbe:
-    """Plays ``player``'s moves and scores, at each of its decisions, two beliefs about the opponent's true hand.
-
-    Its trackers (the player's belief kind, and card counting for comparison) are its own, fed the same views
-    as the seat's observer in :func:`~uno_env.match.play_game`; the true hand is read from the game that
-    ``play_game`` hands to ``on_deal``: measurement code only, the trackers never see it.
-    """
-
-    def __init__(self, player: Policy, n_particles: int) -> None:
-        self.player = player
-        self.belief = getattr(player, "belief", "none")  # so play_game encodes the player's observations
-        self.n_particles = n_particles
-        self.game: Game | None = None
-        self.trackers: list[Any] = []
-        self.losses: list[tuple[float, float]] = []
-        self.rng = np.random.default_rng()
-
-    def reset(self, seed: int | None = None) -> None:
-        self.player.reset(seed)
-        self.rng = np.random.default_rng(seed)
-
-    def observe_start(self, view: PublicView) -> None:
-        self.trackers = [make_belief(self.belief, n_particles=self.n_particles, rng=self.rng), CountingBelief()]
-        for tracker in self.trackers:
-            tracker.reset(view)
-        if hasattr(self.player, "observe_start"):
-            self.player.observe_start(view)
-
-    def act(self, view: PublicView) -> int:
-        for tracker in self.trackers:
-            tracker.update(view)
-        hand = self.game.hands[1 - self.game.current]
-        self.losses.append(tuple(hand_log_loss(tracker.marginals(), hand) for tracker in self.trackers))
-        return self.player.act(view)
-
-
 def belief_log_loss(player: str | Policy, opponent: str | Policy, games: int, seed: int,
                     n_particles: int = 200) -> dict[str, float]:
     """How well ``player``'s belief predicts the opponent's hand in ``games`` seeded games against ``opponent``.
 
-    Returns the mean per decision of :func:`hand_log_loss` for the player's belief (``log_loss``) and for card
-    counting (``log_loss_counting``). The player (a checkpoint or Policy with ``belief`` counting/particles)
-    sits in seat 0; game ``g`` has its own seed derived from ``seed`` and first mover ``g % 2``.
+    A thin wrapper of :func:`uno_env.belief.quality.measure_quality` (the tracked seat is seat 0, game ``g``
+    has its own seed from ``seed`` and first mover ``g % 2``): the mean per decision of the log-loss of the
+    opponent's true hand per card type, in nats, for the player's belief kind (``log_loss``) and for card
+    counting (``log_loss_counting``). ``player`` is a checkpoint or Policy whose ``belief`` is not ``"none"``.
     """
-    probe = _BeliefProbe(resolve_policy(player), n_particles)
-    if probe.belief == "none":
-        raise ValueError(f"{player!r} has belief='none': there is no belief to measure")
-    rival = resolve_policy(opponent)
-    for game, game_seed in enumerate(np.random.default_rng(seed).integers(0, 2**62, size=games)):
-        play_game((probe, rival), int(game_seed), first_player=game % 2, n_particles=n_particles,
-                  on_deal=lambda dealt: setattr(probe, "game", dealt))
-    losses = np.array(probe.losses).reshape(-1, 2)
-    return {"log_loss": float(losses[:, 0].mean()), "log_loss_counting": float(losses[:, 1].mean())}
+    policy, rival = resolve_policy(player), resolve_policy(opponent)
+    kind = getattr(policy, "belief", "none")
+    if kind == "none":
+        raise ValueError(f"{label(player)} has belief='none': there is no belief to measure")
+    # measure_quality takes Policy objects as well as names (make_policy passes them through) in one process.
+    result = measure_quality(games, seed, tracked=policy, opponent=rival,
+                             particles=(n_particles,) if kind == "particles" else (), aware=(), plain=())
+    log_loss = cluster_mean(result.sums, result.counts)[0][:, METRICS.index("log-loss")]
+    # The first belief measured is counting; with belief="particles" the filter follows it.
+    return {"log_loss": float(log_loss[-1]), "log_loss_counting": float(log_loss[0])}
 
 
 def make_env(env_options: dict[str, Any], mix: dict[str, float], opponent_belief: str,
