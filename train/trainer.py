@@ -172,12 +172,12 @@ class RunCallback(BaseCallback):
         self.executor: ProcessPoolExecutor | None = None
         self.recent: dict[str, deque[float]] = {}
         self.mix: dict[str, float] | None = None
-        self.best = -1.0
+        # On resume, the evaluations so far: the best to beat, and the step already evaluated (a run resumed
+        # when already finished must not evaluate its last checkpoint a second time).
         evaluations = run_dir / "evaluations.jsonl"
-        if evaluations.exists():
-            self.best = max((json.loads(line)["mean_win_rate"] for line in evaluations.read_text().splitlines()),
-                            default=-1.0)
-        self.last_eval_step = -1
+        records = [json.loads(line) for line in evaluations.read_text().splitlines()] if evaluations.exists() else []
+        self.best = max((r["mean_win_rate"] for r in records), default=-1.0)
+        self.last_eval_step = max((r["step"] for r in records), default=-1)
 
     # ------------------------------------------------------------------ run state
     def settings(self) -> dict[str, Any]:
