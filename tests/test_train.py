@@ -1,0 +1,319 @@
+"""Training runs end to end (train.trainer, train.cli) on tiny configs, and the potential-based reward shaping.
+
+Every run here is a few hundred steps of a 16-unit network: the tests check the run folder, the
+TensorBoard scalars, resuming, self-play, the behaviour-cloning warm start and belief runs, not
+that the agent learns.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import yaml
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from agents.ppo import read_settings
+from train.cli import main
+from train.config import TrainConfig, config_to_dict, load_config, parse_config
+from train.pretrain import collect
+from train.trainer import CardCountShaping, belief_log_loss, train
+from uno_env.env import UnoEnv
+from uno_env.opponents import RulePolicy
+
+TINY: dict[str, Any] = {
+    "name": "tiny", "seed": 0, "total_timesteps": 256, "n_envs": 2, "vec_env": "dummy", "checkpoint_every": 128,
+    "progress_bar": False,
+    "ppo": {"n_steps": 64, "batch_size": 64, "n_epochs": 1},
+    "policy": {"net_arch": [16]},
+    "opponents": [{"mix": {"random": 1}}],
+    "eval": {"every": 128, "pairs": 2, "final_pairs": 2, "opponents": ["random"], "workers": 1, "belief_games": 0},
+}
+
+
+def tiny(**changes: Any) -> dict[str, Any]:
+    """The TINY config with top-level keys replaced and sections merged: ``tiny(env={"belief": "counting"})``."""
+    data = copy.deepcopy(TINY)
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(data.get(key), dict):
+            data[key].update(value)
+        else:
+            data[key] = value
+    return data
+
+
+def scalars(run: Path) -> dict[str, list[tuple[int, float]]]:
+    """Every TensorBoard scalar of a run folder (all sessions): tag -> [(step, value)]."""
+    events = EventAccumulator(str(run / "tb"), size_guidance={"scalars": 0})
+    events.Reload()
+    return {tag: [(e.step, e.value) for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
+
+
+def jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished tiny run, trained through the uno-train command line."""
+    folder = tmp_path_factory.mktemp("runs") / "tiny"
+    config = folder.parent / "tiny.yaml"
+    config.write_text(yaml.safe_dump(TINY))
+    assert main([str(config), "--run-dir", str(folder), "--quiet"]) == 0
+    return folder
+
+
+@pytest.fixture(scope="module")
+def belief_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished tiny run with card-counting belief features and the belief-quality scalars on."""
+    folder = tmp_path_factory.mktemp("runs") / "counting"
+    train(parse_config(tiny(name="counting", env={"belief": "counting"}, eval={"belief_games": 3})), folder,
+          quiet=True)
+    return folder
+
+
+# ------------------------------------------------------------------------------------ one run
+def test_run_folder_layout(run: Path):
+    assert load_config(run / "config.yaml") == parse_config(TINY)  # resume reads it back
+    assert set(yaml.safe_load((run / "config.yaml").read_text())) == set(config_to_dict(parse_config(TINY)))
+    command = (run / "command.txt").read_text().splitlines()
+    assert len(command) == 1 and command[0].endswith(f"uno-train {run.parent / 'tiny.yaml'} --run-dir {run} --quiet")
+    assert [p.name for p in sorted((run / "checkpoints").glob("step_*.zip"))] == \
+        ["step_000000128.zip", "step_000000256.zip"]
+    assert (run / "best_model.zip").is_file()
+    evaluations = jsonl(run / "evaluations.jsonl")
+    assert [e["step"] for e in evaluations] == [128, 256]
+    assert all(e["results"][0]["opponent"] == "random" and e["results"][0]["games"] == 4 for e in evaluations)
+    best = max(evaluations, key=lambda e: e["mean_win_rate"])  # the first of equals
+    assert (run / "best_model.zip").read_bytes() == (run / "checkpoints" / best["checkpoint"]).read_bytes()
+
+    final = json.loads((run / "final_eval.json").read_text())
+    assert final["model"] == "best_model.zip" and final["model_steps"] == best["step"]
+    assert final["pairs"] == 2 and final["seed"] == parse_config(TINY).eval.seed + 1  # fresh deals
+    assert [r["opponent"] for r in final["results"]] == ["random"] and final["results"][0]["games"] == 4
+    assert (run / "final_eval.md").read_text().startswith("| agent | opponent |")
+
+    info = json.loads((run / "run_info.json").read_text())
+    assert info["machine"] and "pretrain" not in info
+    assert len(info["sessions"]) == 1 and info["sessions"][0]["from_step"] == 0
+    assert info["sessions"][0]["to_step"] == 256
+
+
+def test_checkpoints_record_the_env_settings(run: Path):
+    settings = read_settings(run / "checkpoints" / "step_000000128.zip")
+    assert settings["belief"] == "none" and settings["steps"] == 128 and settings["config"] == "tiny"
+    assert settings["n_particles"] == 200 and settings["first_player"] == "random"
+    assert read_settings(run / "checkpoints" / "step_000000256.zip")["steps"] == 256
+
+
+def test_tensorboard_scalars(run: Path):
+    tags = scalars(run)
+    for tag in ("eval/win_rate/random", "eval/mean_win_rate", "eval/game_length", "final/win_rate/random",
+                "train/win_rate/random", "rollout/ep_rew_mean"):
+        assert tag in tags, f"{tag} not in {sorted(tags)}"
+    assert [step for step, _ in tags["eval/mean_win_rate"]] == [128, 256]
+    evaluations = jsonl(run / "evaluations.jsonl")
+    assert [value for _, value in tags["eval/win_rate/random"]] == pytest.approx(
+        [e["results"][0]["win_rate"] for e in evaluations])
+    assert all(length > 1 for _, length in tags["eval/game_length"])
+    assert not any(tag.startswith("belief/") for tag in tags)  # belief="none": nothing to measure
+
+
+def test_resume_continues_from_the_last_checkpoint(run: Path, tmp_path: Path):
+    resumed = tmp_path / "tiny"
+    shutil.copytree(run, resumed)
+    assert main(["--resume", str(resumed), "--set", "total_timesteps=512", "--quiet"]) == 0
+
+    assert [p.name for p in sorted((resumed / "checkpoints").glob("step_*.zip"))] == \
+        [f"step_{step:09d}.zip" for step in (128, 256, 384, 512)]
+    assert read_settings(resumed / "checkpoints" / "step_000000512.zip")["steps"] == 512
+    command = (resumed / "command.txt").read_text().splitlines()
+    assert len(command) == 2 and command[1].endswith(f"--resume {resumed} --set total_timesteps=512 --quiet")
+    info = json.loads((resumed / "run_info.json").read_text())
+    assert [(s["from_step"], s["to_step"]) for s in info["sessions"]] == [(0, 256), (256, 512)]
+    assert info["total_train_seconds"] == pytest.approx(sum(s["train_seconds"] for s in info["sessions"]), abs=0.11)
+    assert [e["step"] for e in jsonl(resumed / "evaluations.jsonl")] == [128, 256, 384, 512]
+    assert load_config(resumed / "config.yaml").total_timesteps == 512  # the override is recorded
+    # TensorBoard continues in the same folder, so the curves of both sessions line up.
+    assert [step for step, _ in scalars(resumed)["eval/mean_win_rate"]] == [128, 256, 384, 512]
+
+
+def test_resume_when_already_done_only_re_evaluates(run: Path, tmp_path: Path):
+    resumed = tmp_path / "tiny"
+    shutil.copytree(run, resumed)
+    train(load_config(resumed / "config.yaml"), resumed, resume=True, command="again", quiet=True)
+    info = json.loads((resumed / "run_info.json").read_text())
+    assert [(s["from_step"], s["to_step"]) for s in info["sessions"]] == [(0, 256), (256, 256)]
+    assert len(list((resumed / "checkpoints").glob("step_*.zip"))) == 2
+    assert len(jsonl(resumed / "evaluations.jsonl")) == 2  # the last checkpoint was evaluated already
+
+
+# ------------------------------------------------------------------------------------ other run kinds
+def test_self_play_with_reward_shaping(tmp_path: Path):
+    folder = tmp_path / "self"
+    config = parse_config(tiny(name="self", opponents=[{"mix": {"random": 1, "self": 1}}],
+                               self_play={"pool_size": 2}, env={"reward_shaping": 0.05}))
+    assert config.uses_self_play()
+    train(config, folder, quiet=True)
+    # The pool starts with the untrained model, so the first games can already draw "self".
+    assert [p.name for p in sorted((folder / "checkpoints").glob("step_*.zip"))] == \
+        ["step_000000000.zip", "step_000000128.zip", "step_000000256.zip"]
+    tags = scalars(folder)
+    assert "train/win_rate/self" in tags and "train/win_rate/random" in tags
+    assert json.loads((folder / "run_info.json").read_text())["sessions"][0]["to_step"] == 256
+
+
+def test_pretrain_clones_the_rule_player(tmp_path: Path):
+    folder = tmp_path / "clone"
+    config = parse_config(tiny(name="clone", total_timesteps=128, policy={"net_arch": [32]},
+                               pretrain={"teacher": "rule", "games": 40, "epochs": 5, "batch_size": 64},
+                               eval={"every": 0}))
+    train(config, folder, quiet=True)
+    metrics = json.loads((folder / "run_info.json").read_text())["pretrain"]
+    assert metrics["agreement"] > 0.6, metrics  # the student picks the teacher's move on most real choices
+    assert metrics["actor_loss"] > 0 and metrics["critic_loss"] >= 0 and metrics["seconds"] >= 0
+    tags = scalars(folder)
+    assert tags["pretrain/agreement"] == [(0, pytest.approx(metrics["agreement"]))]
+    assert "eval/mean_win_rate" not in tags and "final/win_rate/random" in tags  # eval.every = 0: only the final
+
+
+def test_pretrain_data(tmp_path: Path):
+    config = parse_config(tiny(pretrain={"teacher": "rule", "games": 6}))
+    data = collect(config, seed=3)
+    assert len(data) > 6 and data.observations.shape == (len(data), 294)
+    assert data.masks[np.arange(len(data)), data.actions].all()  # the teacher moved legally
+    # Discounted outcomes of the teacher's seat: some games won, some lost.
+    assert np.all(np.abs(data.returns) <= 1) and (data.returns > 0).any() and (data.returns < 0).any()
+    again = collect(config, seed=3)
+    assert np.array_equal(data.actions, again.actions) and np.array_equal(data.observations, again.observations)
+
+
+def test_pretrain_against_a_belief_checkpoint(belief_run: Path):
+    """The first phase's checkpoint must get observations with its own belief channels (not the run's)."""
+    checkpoint = str(belief_run / "best_model.zip")
+    config = parse_config(tiny(opponents=[{"mix": {checkpoint: 1, "rule": 1}}],
+                               pretrain={"teacher": "rule", "games": 4}))
+    data = collect(config, seed=0)
+    assert data.observations.shape[1] == 294  # the student's observations follow the run's belief, "none"
+
+
+# ------------------------------------------------------------------------------------ beliefs
+def test_belief_run_records_its_belief(belief_run: Path):
+    for checkpoint in (*sorted((belief_run / "checkpoints").glob("step_*.zip")), belief_run / "best_model.zip"):
+        settings = read_settings(checkpoint)
+        assert settings["belief"] == "counting" and settings["observation_size"] > 294
+
+
+def test_belief_quality_scalars(belief_run: Path):
+    tags = scalars(belief_run)
+    assert [step for step, _ in tags["belief/log_loss"]] == [128, 256]
+    assert [step for step, _ in tags["belief/log_loss_counting"]] == [128, 256]
+    for (_, loss), (_, counting) in zip(tags["belief/log_loss"], tags["belief/log_loss_counting"], strict=True):
+        assert 0 < loss < 2 and loss == pytest.approx(counting)  # the belief *is* counting here
+    evaluations = jsonl(belief_run / "evaluations.jsonl")
+    assert [e["belief"]["log_loss"] for e in evaluations] == pytest.approx([v for _, v in tags["belief/log_loss"]])
+
+
+class ParticleRule(RulePolicy):
+    """The rule player declaring particle-filter belief features (it ignores them)."""
+
+    belief = "particles"
+
+
+def test_belief_log_loss_of_particles_beats_counting():
+    result = belief_log_loss(ParticleRule(), "rule", games=5, seed=0, n_particles=100)
+    # The filter also learns from the opponent's draws and plays, so it predicts its hand better.
+    assert 0 < result["log_loss"] < result["log_loss_counting"]
+    assert belief_log_loss(ParticleRule(), "rule", games=5, seed=0, n_particles=100) == result  # seeded
+
+
+def test_belief_log_loss_needs_a_belief():
+    with pytest.raises(ValueError, match="belief='none'"):
+        belief_log_loss("rule", "random", games=1, seed=0)
+
+
+# ------------------------------------------------------------------------------------ reward shaping
+class RawReward(gym.Wrapper):
+    """Keeps the unshaped reward of each step."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.raw = reward
+        return obs, reward, terminated, truncated, info
+
+
+def shaped_episode(seed: int, weight: float, gamma: float) -> dict[str, Any]:
+    """One episode of random legal play: shaped and raw rewards, potentials, the final info."""
+    raw_env = RawReward(UnoEnv(opponent="random"))
+    env = CardCountShaping(raw_env, weight, gamma)
+    rng = np.random.default_rng(seed)
+    _, info = env.reset(seed=seed)
+    potentials = [weight * (info["opponent_hand_size"] - len(info["hand"]))]
+    shaped, raw = [], []
+    terminated = truncated = False
+    while not (terminated or truncated):
+        action = int(rng.choice(np.flatnonzero(env.unwrapped.action_masks())))
+        _, reward, terminated, truncated, info = env.step(action)
+        shaped.append(reward)
+        raw.append(raw_env.raw)
+        potentials.append(0.0 if terminated else weight * (info["opponent_hand_size"] - len(info["hand"])))
+    return {"shaped": np.array(shaped), "raw": np.array(raw), "phi": np.array(potentials), "info": info}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_shaping_telescopes_with_gamma_one(seed: int):
+    episode = shaped_episode(seed, weight=0.1, gamma=1.0)
+    # sum of (phi(next) - phi(now)) = phi(end) - phi(start), and phi(end) = 0 once the game is over.
+    assert episode["shaped"].sum() == pytest.approx(episode["raw"].sum() - episode["phi"][0])
+    assert episode["phi"][-1] == 0.0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_shaping_with_discounting(seed: int):
+    gamma = 0.9
+    episode = shaped_episode(seed, weight=0.1, gamma=gamma)
+    terms, phi = episode["shaped"] - episode["raw"], episode["phi"]
+    # Undiscounted, the sum is -phi(start) plus a gamma-dependent term; discounted, it is exactly -phi(start).
+    assert terms.sum() == pytest.approx(-phi[0] - (1 - gamma) * phi[1:-1].sum())
+    assert (gamma ** np.arange(len(terms)) * terms).sum() == pytest.approx(-phi[0])
+
+
+def test_shaping_pays_per_card_and_leaves_the_outcome_alone():
+    starts, outcomes = [], []
+    for seed in range(6):
+        episode = shaped_episode(seed, weight=0.1, gamma=1.0)
+        info = episode["info"]
+        raw_final = episode["raw"][-1]
+        assert info["is_success"] == (raw_final == 1.0) and info["is_success"] == (info["winner"] == "agent")
+        assert set(np.unique(episode["raw"])) <= {-1.0, 0.0, 1.0} and np.abs(episode["raw"][:-1]).sum() == 0
+        # Each card shed or inflicted moves the potential by the weight.
+        assert np.allclose(np.round(np.diff(episode["phi"][:-1]) / 0.1), np.diff(episode["phi"][:-1]) / 0.1)
+        starts.append(episode["phi"][0])
+        outcomes.append(info["winner"])
+    assert any(start != 0 for start in starts)  # the opponent sometimes moves first, so phi(start) varies
+    assert {"agent", "opponent"} <= set(outcomes)
+
+
+def test_training_env_applies_shaping_only_when_asked():
+    from train.trainer import make_env
+
+    options: dict[str, Any] = config_to_dict(TrainConfig(total_timesteps=1))["env"]
+    plain = make_env(options, {"random": 1.0}, "none")
+    shaped = make_env(dict(options, reward_shaping=0.1), {"random": 1.0}, "none", gamma=0.95)
+
+    def wrappers(env: gym.Env) -> list[type]:
+        kinds = []
+        while isinstance(env, gym.Wrapper):
+            kinds.append(type(env))
+            env = env.env
+        return kinds
+
+    assert CardCountShaping not in wrappers(plain)
+    layer = next(env for env in [shaped, shaped.env, shaped.env.env] if isinstance(env, CardCountShaping))
+    assert layer.weight == 0.1 and layer.gamma == 0.95
