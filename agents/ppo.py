@@ -57,15 +57,23 @@ def save_model(model: Any, path: str | Path, settings: dict[str, Any]) -> Path:
 
 
 def read_settings(path: str | Path) -> dict[str, Any]:
-    """The env settings stored in a checkpoint. A plain SB3 zip without them raises ``ValueError``."""
+    """The env settings stored in a checkpoint.
+
+    A plain SB3 zip without them, or a file that is not a zip archive at all, raises ``ValueError`` naming the file.
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
-    with zipfile.ZipFile(path) as archive:
-        if SETTINGS_MEMBER not in archive.namelist():
-            raise ValueError(f"{path} has no {SETTINGS_MEMBER}: it was not saved by agents.ppo.save_model, "
-                             "so its observation settings are unknown")
-        return json.loads(archive.read(SETTINGS_MEMBER))
+    try:
+        with zipfile.ZipFile(path) as archive:
+            if SETTINGS_MEMBER not in archive.namelist():
+                raise ValueError(f"{path} has no {SETTINGS_MEMBER}: it was not saved by agents.ppo.save_model, "
+                                 "so its observation settings are unknown")
+            return json.loads(archive.read(SETTINGS_MEMBER))
+    except zipfile.BadZipFile as error:
+        # BadZipFile is no ValueError, so callers (uno-evaluate, the trainer) would show a bare traceback
+        # that does not even say which file is broken.
+        raise ValueError(f"{path} is not a valid checkpoint (a corrupt or non-zip file: {error})") from None
 
 
 def _describe(belief: str, size: int | None) -> str:
