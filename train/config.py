@@ -303,6 +303,8 @@ def _validate(config: TrainConfig) -> None:
     teacher = config.pretrain.teacher
     if teacher is not None and validate_spec(teacher):
         raise ConfigError(f"pretrain.teacher: unknown player {teacher!r}: {validate_spec(teacher)}")
+    if not config.eval.opponents:  # the evaluations pick the best model by the mean over these
+        raise ConfigError("eval.opponents must name at least one opponent, got []")
     for i, name in enumerate(config.eval.opponents):
         problem = validate_spec(name)
         if problem:

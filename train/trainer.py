@@ -294,16 +294,12 @@ def train(config: TrainConfig, run_dir: str | Path, resume: bool = False, comman
 
     run_dir = Path(run_dir)
     checkpoints = run_dir / "checkpoints"
-    opponent_belief(config)  # raises a ConfigError before the run folder is touched (a retry must not find it used)
+    opponent_belief(config)  # a ConfigError here, before the envs are built, names the checkpoints at fault
     if resume:
         if not checkpoints.is_dir() or not any(checkpoints.glob("step_*.zip")):
             raise ConfigError(f"cannot resume {run_dir}: it has no checkpoints/step_*.zip")
     elif run_dir.exists() and any(run_dir.iterdir()):
         raise ConfigError(f"run folder {run_dir} already exists and is not empty; use --resume to continue it")
-    checkpoints.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
-    with open(run_dir / "command.txt", "a") as out:
-        out.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')}  {command or ' '.join(sys.argv)}\n")
 
     start_step = 0
     pretrain_metrics: dict[str, float] = {}
@@ -314,14 +310,23 @@ def train(config: TrainConfig, run_dir: str | Path, resume: bool = False, comman
     torch.set_num_threads(config.torch_threads)
     common = {"policy_kwargs": _policy_kwargs(config), **_ppo_kwargs(config)}
     if resume:
-        model = load_model(last, env=venv, **common)
+        try:
+            model = load_model(last, env=venv, **common)
+        except ValueError as error:  # e.g. --set env.belief=... or policy.net_arch=... unlike the checkpoints
+            venv.close()
+            raise ConfigError(f"cannot resume {run_dir}: {error}") from None
         model.set_random_seed(config.seed + start_step)
     else:
         model = MaskablePPO("MlpPolicy", venv, seed=config.seed, device="cpu", verbose=0, **common)
-        if config.pretrain.teacher is not None:
-            started = time.perf_counter()
-            pretrain_metrics = clone(model, collect(config, config.seed), config, config.seed)
-            pretrain_metrics["seconds"] = round(time.perf_counter() - started, 1)
+    # Only now record the run: a command that failed above must leave the folder (its config.yaml) as it was.
+    checkpoints.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
+    with open(run_dir / "command.txt", "a") as out:
+        out.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')}  {command or ' '.join(sys.argv)}\n")
+    if not resume and config.pretrain.teacher is not None:
+        started = time.perf_counter()
+        pretrain_metrics = clone(model, collect(config, config.seed), config, config.seed)
+        pretrain_metrics["seconds"] = round(time.perf_counter() - started, 1)
     # Our own logger: TensorBoard events straight into RUN_DIR/tb, continued (same folder) on resume.
     model.set_logger(configure_logger(str(run_dir / "tb"), ["tensorboard"]))
 
