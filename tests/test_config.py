@@ -178,6 +178,7 @@ def test_bad_literal_names_every_choice():
     ({"opponents": [{"mix": {"random": 0}}]}, "opponents[0].mix", "{'random': 0.0}", "more than 0"),
     ({"opponents": [{"mix": {}}]}, "opponents[0].mix", "{}", "at least one"),
     ({"opponents": []}, "opponents", "[]", "at least one phase"),
+    ({"eval": {"opponents": []}}, "eval.opponents", "[]", "at least one"),
     ({"policy": {"net_arch": []}}, "policy.net_arch", "[]", "non-empty"),
     ({"policy": {"net_arch": [64, 0]}}, "policy.net_arch", "[64, 0]", "positive"),
 ])

@@ -154,6 +154,23 @@ def test_resume_when_already_done_only_re_evaluates(run: Path, tmp_path: Path):
     assert len(jsonl(resumed / "evaluations.jsonl")) == 2  # the last checkpoint was evaluated already
 
 
+@pytest.mark.parametrize(("override", "named"), [
+    ("env.belief=counting", ["belief='none'", "belief='counting'"]),
+    ("policy.net_arch=[32]", ["policy kwargs", "[16]", "[32]"]),
+])
+def test_resume_refuses_settings_unlike_the_checkpoints(run: Path, tmp_path: Path, override: str, named: list[str],
+                                                        capsys: pytest.CaptureFixture[str]):
+    resumed = tmp_path / "tiny"
+    shutil.copytree(run, resumed)
+    before = {name: (resumed / name).read_bytes() for name in ("config.yaml", "command.txt", "run_info.json")}
+    assert main(["--resume", str(resumed), "--set", override, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"config error: cannot resume {resumed}" in err and all(part in err for part in named), err
+    # The failed command left the run as it was, so a plain --resume still works.
+    assert {name: (resumed / name).read_bytes() for name in before} == before
+    assert len(list((resumed / "checkpoints").glob("step_*.zip"))) == 2
+
+
 # ------------------------------------------------------------------------------------ other run kinds
 def test_self_play_with_reward_shaping(tmp_path: Path):
     folder = tmp_path / "self"
