@@ -173,9 +173,11 @@ def test_resume_refuses_settings_unlike_the_checkpoints(run: Path, tmp_path: Pat
 
 # ------------------------------------------------------------------------------------ other run kinds
 def test_self_play_with_reward_shaping(tmp_path: Path):
+    """Self-play, with the options no other run here uses: shaping, a linear learning rate, target_kl, relu."""
     folder = tmp_path / "self"
     config = parse_config(tiny(name="self", opponents=[{"mix": {"random": 1, "self": 1}}],
-                               self_play={"pool_size": 2}, env={"reward_shaping": 0.05}))
+                               self_play={"pool_size": 2}, env={"reward_shaping": 0.05, "first_player": "agent"},
+                               ppo={"lr_schedule": "linear", "target_kl": 0.05}, policy={"activation": "relu"}))
     assert config.uses_self_play()
     train(config, folder, quiet=True)
     # The pool starts with the untrained model, so the first games can already draw "self".
@@ -183,6 +185,9 @@ def test_self_play_with_reward_shaping(tmp_path: Path):
         ["step_000000000.zip", "step_000000128.zip", "step_000000256.zip"]
     tags = scalars(folder)
     assert "train/win_rate/self" in tags and "train/win_rate/random" in tags
+    learning_rates = [rate for _, rate in tags["train/learning_rate"]]
+    assert learning_rates == sorted(learning_rates, reverse=True) and learning_rates[-1] < 3e-4  # decaying
+    assert read_settings(folder / "best_model.zip")["first_player"] == "agent"
     assert json.loads((folder / "run_info.json").read_text())["sessions"][0]["to_step"] == 256
 
 
