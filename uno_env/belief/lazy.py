@@ -55,12 +55,17 @@ _K_OFFSET = DECK_SIZE
 _LOG_COMB = _log_comb_table()
 
 
+_LOG_COMB_FLAT = _LOG_COMB.ravel()
+_LOG_COMB_WIDTH = _LOG_COMB.shape[1]
+
+
 def log_comb(n: np.ndarray, k: np.ndarray) -> np.ndarray:
     """``log C(n, k)`` elementwise for integer-valued ``0 <= n <= 108``, ``|k| <= 108``; ``-inf`` where C is 0.
 
     In every use here ``n`` counts unresolved copies (never negative) and ``k - g`` stays above -108.
     """
-    return _LOG_COMB[np.asarray(n).astype(np.intp), np.asarray(k).astype(np.intp) + _K_OFFSET]
+    index = np.asarray(n) * _LOG_COMB_WIDTH + np.asarray(k)  # exact: small integers held as floats
+    return _LOG_COMB_FLAT[index.astype(np.intp) + _K_OFFSET]
 
 
 def _exp(x: np.ndarray) -> np.ndarray:
@@ -69,6 +74,50 @@ def _exp(x: np.ndarray) -> np.ndarray:
         out = np.exp(x)
     out[np.isnan(out)] = 0.0
     return out
+
+
+def _hypergeometric_table() -> np.ndarray:
+    """``H[a, m, k, g] = C(a, g) C(m - a, k - g) / C(m, k)`` for a, g <= 4 and m, k <= 108.
+
+    The probability that a uniform ``k``-subset of ``m`` cards holds ``g`` of ``a`` given copies, computed with
+    the very operations the callers used before the table existed (so the values are the same to the bit);
+    entries with ``a > m`` are never read.
+    """
+    a = np.arange(_MAX_COPIES + 1.0)[:, None, None, None]
+    m = np.arange(DECK_SIZE + 1.0)[None, :, None, None]
+    k = np.arange(DECK_SIZE + 1.0)[None, None, :, None]
+    g = np.arange(_MAX_COPIES + 1.0)
+    with np.errstate(invalid="ignore"):
+        return _exp(log_comb(a, g) + log_comb(np.maximum(m - a, 0.0), k - g) - log_comb(m, k))
+
+
+_HYPER = _hypergeometric_table().reshape(-1, _MAX_COPIES + 1)
+
+
+def _hypergeometric(a: np.ndarray, m: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """``P(g of the a copies in a uniform k-subset of m cards)`` for g = 0..4, on a new last axis."""
+    index = (np.asarray(a) * (DECK_SIZE + 1) + m) * (DECK_SIZE + 1) + k
+    return _HYPER[index.astype(np.intp)]
+
+
+# OpenBLAS runs large products on several threads, which on a machine whose cores are busy (training processes,
+# vectorized envs) turns a 0.2 ms product into 10 ms or more. Below these sizes (OpenBLAS's own thresholds) it
+# stays on one thread, so large products are done in row blocks of that size.
+_BLAS_GEMM_WORK = 1 << 18
+_BLAS_GEMV_WORK = 8192
+
+
+def _sum_over(x: np.ndarray, member: np.ndarray) -> np.ndarray:
+    """``x @ member`` for an integer-valued ``x`` (rows x 54) and a 0/1 ``member``: exact, one BLAS thread."""
+    rows = max(1, _BLAS_GEMM_WORK // (x.shape[1] * member.shape[1]))
+    if len(x) <= rows:
+        return x @ member
+    return np.concatenate([x[i:i + rows] @ member for i in range(0, len(x), rows)])
+
+
+def _mix(weights: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``weights @ x`` (the weighted sum of the rows), without BLAS threads for many rows."""
+    return weights @ x if x.size <= _BLAS_GEMV_WORK else np.einsum("s,s...->...", weights, x)
 
 
 def _type_mask(types: np.ndarray | list[int] | tuple[int, ...]) -> np.ndarray:
@@ -118,12 +167,12 @@ class HandStates:
     def _pools(self, U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``A = U - R`` per row and type, and ``m`` = unresolved copies per row and domain."""
         A = U - self.R
-        return A, A @ self.M
+        return A, _sum_over(A, self.M)
 
     def _domain_pool(self, U: np.ndarray, j: int) -> np.ndarray:
         """Unresolved copies of domain ``j`` per row."""
-        column = self.M[:, j]
-        return U @ column - self.R @ column
+        types = self.dom == j
+        return U[types].sum() - self.R[:, types].sum(axis=1)
 
     def masses(self) -> np.ndarray:
         """Probability of each row (particle counts times weights, normalized)."""
@@ -244,9 +293,7 @@ class HandStates:
         m = self._domain_pool(U, j)
         k = self.K[:, j]
         available = U[card] - self.R[:, card]
-        g = np.arange(_MAX_COPIES + 1)
-        pmf = _exp(log_comb(available[:, None], g) + log_comb((m - available)[:, None], k[:, None] - g)
-                   - log_comb(m, k)[:, None])
+        pmf = _hypergeometric(available, m, k)
         if require:
             held = self.R[:, card] >= 1
             pmf[~held, 0] = 0.0
@@ -261,7 +308,7 @@ class HandStates:
         """The hand held none of ``types``: weigh rows by that probability and take the types out of the domains."""
         mask = _type_mask(types)
         A, m = self._pools(U)
-        a = (A * mask) @ self.M
+        a = _sum_over(A * mask, self.M)
         log_like = (log_comb(m - a, self.K) - log_comb(m, self.K)).sum(axis=1)
         self.reweight(np.where(self.R[:, mask].sum(axis=1) == 0, _exp(log_like), 0.0))
         self.detach(np.flatnonzero(mask))
@@ -305,25 +352,23 @@ class HandStates:
         """``E[count of each type in the hand]``, float64 (54,)."""
         A, m = self._pools(U)
         share = np.where(m > 0, self.K / np.maximum(m, 1), 0.0)
-        return self.masses() @ (self.R + share[:, self.dom] * A)
+        return _mix(self.masses(), self.R + share[:, self.dom] * A)
 
     def prob_none(self, U: np.ndarray, sets: np.ndarray) -> np.ndarray:
         """``P(the hand holds no card of set i)`` for each column ``i`` of the (54 x n) boolean ``sets``."""
         A, m = self._pools(U)
         n_sets, D = sets.shape[1], self.K.shape[1]
         per_set = (sets[:, :, None] * self.M[:, None, :]).reshape(NUM_CARD_TYPES, n_sets * D)
-        a = (A @ per_set).reshape(self.size, n_sets, D)
+        a = _sum_over(A, per_set).reshape(self.size, n_sets, D)
         log_p = (log_comb(m[:, None, :] - a, self.K[:, None, :]) - log_comb(m, self.K)[:, None, :]).sum(axis=2)
-        none = np.where(self.R @ sets == 0, _exp(log_p), 0.0)
-        return self.masses() @ none
+        none = np.where(_sum_over(self.R, sets) == 0, _exp(log_p), 0.0)
+        return _mix(self.masses(), none)
 
     def marginals(self, U: np.ndarray) -> np.ndarray:
         """``P(count of type t = x)`` as a (54, 5) array (x = 0..4)."""
         A, m = self._pools(U)
-        m_t, k_t = m[:, self.dom], self.K[:, self.dom]
+        pmf = _hypergeometric(A, m[:, self.dom], self.K[:, self.dom])
         g = np.arange(_MAX_COPIES + 1)
-        pmf = _exp(log_comb(A[..., None], g) + log_comb((m_t - A)[..., None], k_t[..., None] - g)
-                   - log_comb(m_t, k_t)[..., None])
         count = np.minimum(self.R[..., None] + g, _MAX_COPIES).astype(np.intp)  # beyond 4 only where pmf is 0
         index = _ALL_TYPES[None, :, None] * (_MAX_COPIES + 1) + count
         weights = self.masses()[:, None, None] * pmf
@@ -334,7 +379,7 @@ class HandStates:
         """``log P(hand)`` of one full hand (54 counts) under the rows; ``-inf`` if no row allows it."""
         A, m = self._pools(U)
         lazy = np.asarray(hand, dtype=np.float64) - self.R
-        fits = (lazy >= 0).all(axis=1) & (lazy @ self.M == self.K).all(axis=1)
+        fits = (lazy >= 0).all(axis=1) & (_sum_over(lazy, self.M) == self.K).all(axis=1)
         if not fits.any():
             return -math.inf
         log_p = log_comb(A, lazy).sum(axis=1) - log_comb(m, self.K).sum(axis=1)
