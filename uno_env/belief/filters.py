@@ -54,7 +54,9 @@ def belief_features(states: HandStates, pool: np.ndarray, top: int, colour: int)
     sets[:, :5] = _FIXED_SETS
     sets[list(PLAYABLE[colour][card_rank(top)]), 5] = True
     none = states.prob_none(pool, sets)
-    return np.concatenate((states.expected_counts(pool), 1.0 - none)).astype(np.float32)
+    # P(none) mixes row masses that sum to 1 only up to rounding, so it can exceed 1 by an ulp; clipped, the
+    # probabilities never fall below 0, the low bound of the env's observation space.
+    return np.concatenate((states.expected_counts(pool), np.clip(1.0 - none, 0.0, 1.0))).astype(np.float32)
 
 
 class Belief(Protocol):
