@@ -30,8 +30,8 @@ the tracked seat, each belief's marginals are compared with the exact posterior'
 unseen copies: total variation ``1/2 sum_x |P - Q|`` and ``KL(Q_exact || P)`` (``P`` clipped at 1e-6). Both
 exact posteriors are kept: without opponent model (what the plain filter approximates) and with the
 opponent's model (the posterior given how the opponent really plays; what the policy-aware filter
-approximates). A game stops at the first position the enumeration cannot hold (``max_support``: typically a
-few draws after a reshuffle).
+approximates). A game's measurement stops at its first reshuffle (the discard pile joins the pool, which
+becomes too large to enumerate) or at the first position with more than ``max_support`` possible hands.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from uno_env.cards import NUM_CARD_TYPES, WILD, card_colour, full_deck
 from uno_env.game import Game
 from uno_env.match import play_game
 from uno_env.opponents import Policy, make_policy
-from uno_env.view import PublicView
+from uno_env.view import RESHUFFLE, PublicView
 
 #: Marginal probabilities are clipped below at this value before taking logs.
 CLIP = 1e-6
@@ -279,6 +279,8 @@ def _exact_games(tracked: str, opponent: str, spec_args: dict[str, Any], hand_si
             while not game.done:
                 view = game.observe(game.current)
                 if game.current == 0:
+                    if any(event[0] == RESHUFFLE for event in view.events):
+                        raise _Stop  # the pool grows by the discard pile: too large to enumerate
                     try:
                         for tracker in exacts:
                             tracker.update(view)
@@ -328,8 +330,8 @@ class ExactResult:
 
 
 def measure_exact(games: int = 300, seed: int = 0, tracked: str = "random", opponent: str = "random",
-                  hand_size: int = 5, deck_size: int = 15, particles: Sequence[int] = (100, 1000),
-                  aware: Sequence[int] = (1000,), plain: Sequence[int] = (), max_support: int = 200_000,
+                  hand_size: int = 5, deck_size: int = 12, particles: Sequence[int] = (100, 1000),
+                  aware: Sequence[int] = (1000,), plain: Sequence[int] = (), max_support: int = 50_000,
                   workers: int = 1) -> ExactResult:
     """Compare every belief with exact enumeration on games started from small random positions (module docstring)."""
     seeds = _game_seeds(seed, games).tolist()
@@ -391,8 +393,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="particle counts of non-lazy filters (lazy=False); none by default")
     parser.add_argument("--exact", action="store_true", help="compare with exact enumeration on small positions")
     parser.add_argument("--hands", type=_positive, default=5, help="--exact: cards per hand at the start")
-    parser.add_argument("--deck", type=_positive, default=15, help="--exact: cards in the deck at the start")
-    parser.add_argument("--max-support", type=_positive, default=200_000, help="--exact: enumeration limit")
+    parser.add_argument("--deck", type=_positive, default=12, help="--exact: cards in the deck at the start")
+    parser.add_argument("--max-support", type=_positive, default=50_000,
+                        help="--exact: the most possible hands enumerated (memory grows with it)")
     parser.add_argument("--workers", type=_positive, default=1, help="processes (results do not depend on it)")
     args = parser.parse_args(argv)
     for role in ("tracked", "opponent"):

@@ -1,0 +1,172 @@
+"""Cost of the belief trackers: microseconds per belief update (per view) and per env step, on one core.
+
+    .venv/bin/python benchmarks/belief_cost.py                        # several minutes (N = 10000 is slow)
+    .venv/bin/python benchmarks/belief_cost.py --games 10 --particles 100 1000 --repeats 1   # a quick look
+
+* **per view**: the views of seat 0 recorded from ``--games`` games (uniformly random agent against the
+  opponent) are fed to a fresh tracker as the env feeds it: ``update(view)``, then ``features()``. Reported:
+  microseconds per view for each, and per game. The views are recorded once, so every tracker sees the same ones.
+* **per env step**: ``UnoEnv(belief=..., n_particles=N)`` stepped by a uniformly random agent (among
+  ``info["action_mask"]``) on the same seeds; the belief's share of a step is the step time minus the step
+  time with ``belief="none"``. The 100-microsecond budget of the issue is for this share at N = 1000.
+
+The env hands its opponent's policy to the particle filter, so with the ``random`` and ``rule`` opponents the
+filter is policy-aware (:mod:`uno_env.belief.models`); the ``random (no model)`` rows use a copy of the random
+policy the models do not recognize, i.e. the plain likelihood. Each figure is the best of ``--repeats`` runs
+(slower runs measure other load on the machine). Results go to stdout as Markdown tables (docs/BENCHMARKS.md).
+
+``--cache`` also counts how often a public position of the tracked seat repeats (the particle cache of the
+design note keys particles by position; a cache only pays if positions recur).
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from uno_env import UnoEnv
+from uno_env.belief import make_belief
+from uno_env.belief.models import opponent_model
+from uno_env.game import Game
+from uno_env.match import _streams
+from uno_env.opponents import Policy, RandomPolicy, make_policy
+from uno_env.view import PublicView
+
+
+class UnmodelledRandom(RandomPolicy):
+    """The random policy under another type: :func:`opponent_model` does not know it, so the filter is plain."""
+
+
+def opponent(name: str) -> Policy:
+    """``random``, ``rule`` or ``random (no model)``."""
+    return UnmodelledRandom() if name == "random (no model)" else make_policy(name)
+
+
+def record_views(rival: str, games: int, seed: int) -> list[list[PublicView]]:
+    """Per game, seat 0's view after the deal and at each of its decisions and the end (random seat 0)."""
+    out = []
+    for g in range(games):
+        deal, reshuffle, seeds = _streams(seed + g)
+        game = Game.deal(deal, g % 2)
+        game.rng = reshuffle
+        policies = [make_policy("random"), opponent(rival)]
+        for seat, policy in enumerate(policies):
+            policy.reset(int(seeds[seat]))
+        views = [game.observe(0)]
+        while not game.done:
+            view = game.observe(game.current)
+            if game.current == 0:
+                views.append(view)
+            game.step(policies[game.current].act(view))
+        views.append(game.observe(0))
+        out.append(views)
+    return out
+
+
+def per_view(make: Callable[[], object], games: list[list[PublicView]]) -> tuple[float, float]:
+    """Microseconds per view of ``update`` and of ``features`` for fresh trackers fed the recorded games."""
+    update = features = 0.0
+    views = 0
+    for game in games:
+        tracker = make()
+        tracker.reset(game[0])
+        for view in game[1:]:
+            start = time.perf_counter()
+            tracker.update(view)
+            middle = time.perf_counter()
+            tracker.features()
+            update += middle - start
+            features += time.perf_counter() - middle
+            views += 1
+    return 1e6 * update / views, 1e6 * features / views
+
+
+def per_step(rival: str, belief: str, n_particles: int, games: int, seed: int) -> float:
+    """Microseconds per ``UnoEnv`` step with a uniformly random agent."""
+    env = UnoEnv(opponent=opponent(rival), belief=belief, n_particles=n_particles)
+    rng = np.random.default_rng(seed)
+    steps, elapsed = 0, 0.0
+    for g in range(games):
+        _, info = env.reset(seed=seed + g)
+        terminated = False
+        start = time.perf_counter()
+        while not terminated:
+            legal = np.flatnonzero(info["action_mask"])
+            _, _, terminated, _, info = env.step(legal[rng.integers(len(legal))])
+            steps += 1
+        elapsed += time.perf_counter() - start
+    return 1e6 * elapsed / steps
+
+
+def position_repeats(games: int, seed: int) -> tuple[int, int]:
+    """(decisions whose public position of seat 0 occurred before, in any game; decisions), random vs random."""
+    seen: set[tuple] = set()
+    repeats = decisions = 0
+    for views in record_views("random", games, seed):
+        for view in views[1:-1]:
+            key = (tuple(view.hand), tuple(view.discard), view.top, view.active_colour, view.opponent_hand_size,
+                   view.deck_size, view.pending_draw)
+            repeats += key in seen
+            seen.add(key)
+            decisions += 1
+    return repeats, decisions
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--games", type=int, default=20, help="games per measurement (default 20)")
+    parser.add_argument("--repeats", type=int, default=2, help="runs per measurement; the best is reported")
+    parser.add_argument("--particles", type=int, nargs="+", default=[100, 1000, 10000])
+    parser.add_argument("--opponents", nargs="+", default=["random", "rule", "random (no model)"],
+                        choices=["random", "rule", "random (no model)"])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cache", type=int, default=0, metavar="GAMES",
+                        help="also count repeated positions over this many games (0: skip)")
+    args = parser.parse_args(argv)
+    if args.games < 1 or args.repeats < 1 or min(args.particles) < 1 or args.cache < 0:
+        parser.error("--games, --repeats and --particles must be positive, --cache not negative")
+
+    print(f"command: python benchmarks/belief_cost.py {' '.join(sys.argv[1:] if argv is None else argv)}")
+    print(f"machine: {platform.machine()}, Python {platform.python_version()}, numpy {np.__version__}")
+    kinds = [("none", 1), ("counting", 1)] + [("particles", n) for n in args.particles]
+
+    print("\n| opponent | belief | update µs/view | features µs/view | views/game |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    for rival in args.opponents:
+        games = record_views(rival, args.games, args.seed)
+        views = sum(len(game) - 1 for game in games) / len(games)
+        for kind, n in kinds[1:]:
+            def make(kind: str = kind, n: int = n, rival: str = rival) -> object:
+                return make_belief(kind, n_particles=n, rng=np.random.default_rng(args.seed),
+                                   opponent_policy=opponent(rival))
+            update, features = min((per_view(make, games) for _ in range(args.repeats)), key=sum)
+            label = kind if kind == "counting" else f"particles N={n}"
+            print(f"| {rival} | {label} | {update:,.0f} | {features:,.0f} | {views:.1f} |", flush=True)
+
+    print("\n| opponent | belief | µs per env step | belief µs per step | within 100 µs |")
+    print("| --- | --- | ---: | ---: | --- |")
+    for rival in args.opponents:
+        base = None
+        for kind, n in kinds:
+            cost = min(per_step(rival, kind, n, args.games, args.seed) for _ in range(args.repeats))
+            base = cost if base is None else base
+            label = kind if kind != "particles" else f"particles N={n}"
+            aware = " (policy-aware)" if kind == "particles" and opponent_model(opponent(rival)) else ""
+            share = f"{cost - base:,.0f}" if kind != "none" else ""
+            verdict = "" if kind == "none" else ("yes" if cost - base < 100 else "no")
+            print(f"| {rival} | {label}{aware} | {cost:,.0f} | {share} | {verdict} |", flush=True)
+
+    if args.cache:
+        repeats, decisions = position_repeats(args.cache, args.seed)
+        print(f"\npositions seen before: {repeats} of {decisions} decisions ({repeats / decisions:.2%}), "
+              f"{args.cache} random games")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
