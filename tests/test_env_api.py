@@ -86,6 +86,16 @@ def test_same_seed_same_trajectory(kwargs):
     assert len({repr(trajectory(UnoEnv(**kwargs), seed, 9)) for seed in range(6)}) == 6
 
 
+def test_belief_setting_does_not_change_the_game():
+    """The trackers draw from generators of their own: a seed deals and reshuffles one game whatever the belief."""
+    for seed in (0, 7):  # seed 7's game (random actions from seed 7) reshuffles the discard pile
+        games = [[repr(step[1:]) if len(step) > 2 else step[1] for step in
+                  trajectory(UnoEnv(belief=belief, n_particles=16), seed, seed)]
+                 for belief in ("none", "counting", "particles")]
+        assert games[0] == games[1] == games[2]
+    assert any("reshuffle" in step for step in games[0])
+
+
 def test_random_opponent_is_seeded_by_the_env():
     """Same agent actions, same seed: the random opponent, moving first, repeats itself."""
     runs = [trajectory(UnoEnv(first_player="opponent"), 4, 0) for _ in range(2)]

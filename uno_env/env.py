@@ -124,9 +124,12 @@ class UnoEnv(gym.Env):
             first = {"agent": AGENT, "opponent": OPPONENT}.get(self.first_player)
             game = Game.deal(rng, int(rng.integers(2)) if first is None else first)
         self._game = game
-        self.opponent.reset(int(rng.integers(2**63)))
-        self._observer.start(game, AGENT, rng)
-        self._opponent_observer.start(game, OPPONENT, rng)
+        opponent_seed, agent_belief_seed, opponent_belief_seed = rng.integers(2**63, size=3).tolist()
+        self.opponent.reset(opponent_seed)
+        # The belief trackers draw from generators of their own, always split off (whatever the belief setting),
+        # so the same seed deals and reshuffles the same game with every belief setting.
+        self._observer.start(game, AGENT, np.random.default_rng(agent_belief_seed))
+        self._opponent_observer.start(game, OPPONENT, np.random.default_rng(opponent_belief_seed))
         if hasattr(self.opponent, "observe_start"):  # the optional Policy hook (uno_env.opponents)
             self.opponent.observe_start(game.observe(OPPONENT, consume_events=False))
         self._history = []
