@@ -339,3 +339,38 @@ def test_training_env_applies_shaping_only_when_asked():
     assert CardCountShaping not in wrappers(plain)
     layer = next(env for env in [shaped, shaped.env, shaped.env.env] if isinstance(env, CardCountShaping))
     assert layer.weight == 0.1 and layer.gamma == 0.95
+
+
+# ------------------------------------------------------------------------------------ shipping
+def test_ship_makes_a_model_folder_with_its_card(run: Path, tmp_path: Path):
+    """train.ship copies the best model and the run's records, and the card shows the final evaluation table."""
+    from train.policies import resolve_policy
+    from train.ship import ship
+
+    folder = ship(run, "tiny-agent", models_dir=tmp_path)
+    assert folder == tmp_path / "tiny-agent"
+    assert (folder / "model.zip").read_bytes() == (run / "best_model.zip").read_bytes()
+    for name in ("config.yaml", "run_info.json", "final_eval.json", "final_eval.md", "evaluations.jsonl"):
+        assert (folder / name).read_bytes() == (run / name).read_bytes()
+    card = (folder / "README.md").read_text()
+    assert card.startswith("# tiny-agent\n")
+    assert (run / "final_eval.md").read_text().strip() in card
+    assert "belief features **none**" in card and "warm start: none" in card
+    assert f"step {read_settings(run / 'best_model.zip')['steps']:,}" in card
+    player = resolve_policy(str(folder))
+    assert player.belief == "none" and player.name == "tiny-agent"
+
+
+def test_ship_refuses_an_unfinished_run(run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """A run without its final evaluation is refused with the missing file named, and nothing is written."""
+    from train.ship import main as ship_main
+    from train.ship import ship
+
+    unfinished = tmp_path / "unfinished"
+    shutil.copytree(run, unfinished)
+    (unfinished / "final_eval.json").unlink()
+    with pytest.raises(ValueError, match="has no final_eval.json"):
+        ship(unfinished, "x", models_dir=tmp_path / "models")
+    assert not (tmp_path / "models").exists()
+    assert ship_main([str(unfinished), "x"]) == 2
+    assert "has no final_eval.json" in capsys.readouterr().err
