@@ -251,6 +251,14 @@ class _Stop(Exception):
     """The enumeration cannot hold the position any more: the game's measurement ends."""
 
 
+def _too_large(error: ValueError) -> _Stop:
+    """``_Stop`` for an enumeration that outgrew ``max_support``; any other ``ValueError`` (for example a play
+    that the opponent model calls impossible: a model that does not match its policy) is raised again."""
+    if "possible hands" not in str(error):
+        raise error
+    return _Stop()
+
+
 def _exact_games(tracked: str, opponent: str, spec_args: dict[str, Any], hand_size: int, deck_size: int,
                  max_support: int, seeds: list[int], firsts: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """Per game: summed (log-loss, distances to each exact posterior) (G x B x 1+2E) and decisions (G,)."""
@@ -272,8 +280,8 @@ def _exact_games(tracked: str, opponent: str, spec_args: dict[str, Any], hand_si
             for tracker in exacts:  # the largest first: a position too large is skipped before any work
                 try:
                     tracker.reset(start)
-                except ValueError:
-                    raise _Stop from None
+                except ValueError as error:
+                    raise _too_large(error) from None
             for tracker in trackers[:-len(exacts)]:
                 tracker.reset(start)
             while not game.done:
@@ -284,8 +292,8 @@ def _exact_games(tracked: str, opponent: str, spec_args: dict[str, Any], hand_si
                     try:
                         for tracker in exacts:
                             tracker.update(view)
-                    except ValueError:
-                        raise _Stop from None
+                    except ValueError as error:
+                        raise _too_large(error) from None
                     for tracker in trackers[:-len(exacts)]:
                         tracker.update(view)
                     hand = np.array(game.hands[1], dtype=np.intp)
