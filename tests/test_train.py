@@ -341,6 +341,25 @@ def test_training_env_applies_shaping_only_when_asked():
     assert layer.weight == 0.1 and layer.gamma == 0.95
 
 
+def test_a_killed_run_keeps_its_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """run_info.json is written at every checkpoint, so a run that dies keeps its steps and time (unfinished)."""
+    import train.trainer as trainer
+
+    def killed(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(trainer, "final_evaluation", killed)
+    with pytest.raises(KeyboardInterrupt):
+        train(parse_config(tiny()), tmp_path / "killed", quiet=True)
+    session, = json.loads((tmp_path / "killed" / "run_info.json").read_text())["sessions"]
+    assert (session["from_step"], session["to_step"], session["finished"]) == (0, 256, False)
+    assert session["train_seconds"] > 0
+
+
+def test_a_finished_run_says_so(run: Path):
+    assert [s["finished"] for s in json.loads((run / "run_info.json").read_text())["sessions"]] == [True]
+
+
 # ------------------------------------------------------------------------------------ shipping
 def test_ship_makes_a_model_folder_with_its_card(run: Path, tmp_path: Path):
     """train.ship copies the best model and the run's records, and the card shows the final evaluation table."""

@@ -178,6 +178,7 @@ class RunCallback(BaseCallback):
         records = [json.loads(line) for line in evaluations.read_text().splitlines()] if evaluations.exists() else []
         self.best = max((r["mean_win_rate"] for r in records), default=-1.0)
         self.last_eval_step = max((r["step"] for r in records), default=-1)
+        self.record: SessionRecord | None = None  # set by train(): this session's entry in run_info.json
 
     # ------------------------------------------------------------------ run state
     def settings(self) -> dict[str, Any]:
@@ -194,6 +195,8 @@ class RunCallback(BaseCallback):
         path = self.checkpoints / f"step_{self.model.num_timesteps:09d}.zip"
         if not path.exists():
             save_model(self.model, path, self.settings())
+            if self.record is not None:
+                self.record.update(int(self.model.num_timesteps))
         return path
 
     def sync_opponents(self) -> None:
@@ -336,15 +339,15 @@ def train(config: TrainConfig, run_dir: str | Path, resume: bool = False, comman
         model.logger.record(f"pretrain/{key}", value)
     if pretrain_metrics:
         model.logger.dump(0)
-    started = time.perf_counter()
+    callback.record = SessionRecord(run_dir, start_step, pretrain_metrics)
     try:
         callback.sync_opponents()
         remaining = config.total_timesteps - model.num_timesteps
         if remaining > 0:
             model.learn(remaining, callback=callback, tb_log_name="ppo", reset_num_timesteps=not resume,
                         progress_bar=config.progress_bar and not quiet)
-        train_seconds = time.perf_counter() - started
         final = callback.save_checkpoint()
+        callback.record.update(int(model.num_timesteps))
         if config.eval.every and callback.last_eval_step != model.num_timesteps:
             callback.run_evaluation()
         if not (run_dir / "best_model.zip").exists():
@@ -353,7 +356,7 @@ def train(config: TrainConfig, run_dir: str | Path, resume: bool = False, comman
     finally:
         callback.close()
         venv.close()
-    _record_session(run_dir, start_step, int(model.num_timesteps), train_seconds, pretrain_metrics)
+    callback.record.update(int(model.num_timesteps), finished=True)
     if results and not quiet:
         print(f"\nFinal evaluation of {run_dir / 'best_model.zip'} ({config.eval.final_pairs} deal pairs "
               f"per opponent, seed {config.eval.seed + 1}):\n{format_table(results)}")
@@ -380,13 +383,35 @@ def final_evaluation(config: TrainConfig, run_dir: Path, callback: RunCallback) 
     return results
 
 
-def _record_session(run_dir: Path, start_step: int, end_step: int, seconds: float,
-                    pretrain: dict[str, float]) -> None:
-    path = run_dir / "run_info.json"
-    info = json.loads(path.read_text()) if path.exists() else {"machine": machine(), "sessions": []}
-    if pretrain:
-        info["pretrain"] = pretrain
-    info["sessions"].append({"from_step": start_step, "to_step": end_step, "train_seconds": round(seconds, 1),
-                             "steps_per_second": round((end_step - start_step) / seconds, 1) if seconds else None})
-    info["total_train_seconds"] = round(sum(s["train_seconds"] for s in info["sessions"]), 1)
-    path.write_text(json.dumps(info, indent=1) + "\n")
+class SessionRecord:
+    """This session's entry in ``RUN_DIR/run_info.json``, rewritten at every checkpoint.
+
+    A run that is killed (or dies) keeps the record of the steps and time it had reached at its last
+    checkpoint, which is where ``--resume`` continues; ``finished`` turns true when the session ends normally.
+    """
+
+    def __init__(self, run_dir: Path, start_step: int, pretrain: dict[str, float]) -> None:
+        self.path = run_dir / "run_info.json"
+        self.start_step = start_step
+        self.pretrain = pretrain
+        self.info = json.loads(self.path.read_text()) if self.path.exists() else {"machine": machine(), "sessions": []}
+        self.index = len(self.info["sessions"])
+        self.started = time.perf_counter()
+        self.seconds = 0.0
+
+    def update(self, step: int, finished: bool = False) -> None:
+        """Record that training reached ``step`` now, or (``finished``) that the session ended after it.
+
+        The time recorded is training time: the final evaluation after the last step does not count.
+        """
+        if not finished:
+            self.seconds = time.perf_counter() - self.started
+        seconds = self.seconds
+        if self.pretrain:
+            self.info["pretrain"] = self.pretrain
+        entry = {"from_step": self.start_step, "to_step": step, "train_seconds": round(seconds, 1),
+                 "steps_per_second": round((step - self.start_step) / seconds, 1) if seconds else None,
+                 "finished": finished}
+        self.info["sessions"][self.index:] = [entry]
+        self.info["total_train_seconds"] = round(sum(s["train_seconds"] for s in self.info["sessions"]), 1)
+        self.path.write_text(json.dumps(self.info, indent=1) + "\n")
