@@ -73,7 +73,9 @@ def model_card(name: str, run_dir: Path) -> str:
         "history in [`evaluations.jsonl`](evaluations.jsonl))",
         f"* time: {minutes:.1f} minutes of PPO"
         + (f" plus {info['pretrain']['seconds'] / 60:.1f} of warm start" if "pretrain" in info else "")
-        + f", on {info['machine']}",
+        + f", on {info['machine']} ({len(info['sessions'])} session(s): [`run_info.json`](run_info.json))",
+        *(f"* note on session {i + 1}: {session['note']}" for i, session in enumerate(info["sessions"])
+          if "note" in session),
         "",
         "## Evaluation",
         "",
