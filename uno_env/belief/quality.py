@@ -411,8 +411,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             make_policy(getattr(args, role))
         except ValueError:
             parser.error(f"--{role} {getattr(args, role)!r}: unknown policy; known: {', '.join(policy_names())}")
-    if args.exact and 2 * args.hands + args.deck > 107:
-        parser.error(f"--hands {args.hands} and --deck {args.deck} leave no card for the discard pile")
+    if args.exact and 2 * args.hands + args.deck > 99:  # 9 discarded cards always include a coloured top card
+        parser.error(f"--hands {args.hands} and --deck {args.deck} leave fewer than 9 cards for the discard pile")
 
     print(f"command: python -m uno_env.belief.quality {' '.join(sys.argv[1:] if argv is None else argv)}")
     print(f"machine: {platform.machine()}, Python {platform.python_version()}, numpy {np.__version__}")
@@ -421,6 +421,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.exact:
         result = measure_exact(hand_size=args.hands, deck_size=args.deck, max_support=args.max_support, **common)
         used = result.counts > 0
+        if not used.any():
+            print(f"no position had at most --max-support {args.max_support} possible hands: nothing to compare",
+                  file=sys.stderr)
+            return 1
         print(f"{used.sum()} of {args.games} positions enumerable, {result.counts.sum()} decisions scored "
               f"(mean {result.counts[used].mean():.1f} per game); {result.seconds:.0f} s")
     else:
