@@ -21,7 +21,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from agents.ppo import read_settings
 from train.cli import main
-from train.config import TrainConfig, config_to_dict, load_config, parse_config
+from train.config import ConfigError, TrainConfig, config_to_dict, load_config, parse_config
 from train.pretrain import collect
 from train.trainer import CardCountShaping, belief_log_loss, train
 from uno_env.env import UnoEnv
@@ -393,3 +393,18 @@ def test_ship_refuses_an_unfinished_run(run: Path, tmp_path: Path, capsys: pytes
     assert not (tmp_path / "models").exists()
     assert ship_main([str(unfinished), "x"]) == 2
     assert "has no final_eval.json" in capsys.readouterr().err
+
+
+def test_a_run_folder_in_use_is_refused(tmp_path: Path):
+    """While one process trains a folder (holding RUN_DIR/.lock), another train() of that folder is refused."""
+    import fcntl
+
+    folder = tmp_path / "busy"
+    folder.mkdir()
+    with open(folder / ".lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(ConfigError, match="in use by another training process"):
+            train(parse_config(tiny()), folder, quiet=True)
+    assert [p.name for p in folder.iterdir()] == [".lock"]  # the holder's lock, untouched
+    train(parse_config(tiny(eval={"every": 0, "final_pairs": 0})), folder, quiet=True)  # free again: it trains
+    assert (folder / "best_model.zip").exists() and not (folder / ".lock").exists()

@@ -19,6 +19,7 @@ reproducible but not bit-identical to an uninterrupted one.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import platform
@@ -26,7 +27,9 @@ import shutil
 import sys
 import time
 from collections import deque
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -51,6 +54,7 @@ from uno_env.belief.quality import METRICS, cluster_mean, measure_quality
 from uno_env.env import UnoEnv
 from uno_env.opponents import Policy
 
+_LOCK = ".lock"
 _SCORE = {"agent": 1.0, "opponent": 0.0, "draw": 0.5}
 
 
@@ -292,7 +296,41 @@ def train(config: TrainConfig, run_dir: str | Path, resume: bool = False, comman
     """Train (or, with ``resume``, continue) the run in ``run_dir``; returns ``run_dir``.
 
     Ends with the final evaluation table (printed unless ``quiet``, and saved in the run folder).
+    A second process asked to train the same folder meanwhile is refused (``ConfigError``).
     """
+    with _run_lock(Path(run_dir)):
+        return _train(config, Path(run_dir), resume, command, quiet)
+
+
+@contextmanager
+def _run_lock(run_dir: Path) -> Iterator[None]:
+    """Hold ``RUN_DIR/.lock`` while training, so two processes never write one run folder at once.
+
+    The lock file goes when the run ends, and so does the folder if this call created it and nothing was
+    written: a refused command leaves the disk as it was. (A killed process leaves a stale ``.lock`` file,
+    but not the lock: that goes with the process.)
+    """
+    created = not run_dir.exists()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    lock = run_dir / _LOCK
+    try:
+        with open(lock, "a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise ConfigError(f"run folder {run_dir} is in use by another training process") from None
+            try:
+                yield
+            finally:
+                lock.unlink(missing_ok=True)
+    finally:
+        if created and not any(run_dir.iterdir()):
+            run_dir.rmdir()
+
+
+def _train(config: TrainConfig, run_dir: str | Path, resume: bool = False, command: str | None = None,
+          quiet: bool = False) -> Path:
+    """:func:`train`, with the run folder locked."""
     from sb3_contrib import MaskablePPO
 
     run_dir = Path(run_dir)
@@ -301,7 +339,7 @@ def train(config: TrainConfig, run_dir: str | Path, resume: bool = False, comman
     if resume:
         if not checkpoints.is_dir() or not any(checkpoints.glob("step_*.zip")):
             raise ConfigError(f"cannot resume {run_dir}: it has no checkpoints/step_*.zip")
-    elif run_dir.exists() and any(run_dir.iterdir()):
+    elif any(path.name != _LOCK for path in run_dir.iterdir()):
         raise ConfigError(f"run folder {run_dir} already exists and is not empty; use --resume to continue it")
 
     start_step = 0
