@@ -887,3 +887,12 @@ def test_same_seed_same_features():
         return out
 
     assert trajectory() == trajectory()
+
+
+def test_env_particle_filter_does_not_model_its_opponent():
+    """The env's tracker uses the plain likelihood whoever the opponent is: the policy-aware one measured worse in
+    whole games (docs/BELIEF.md), and a learner's features must not change meaning with the opponent."""
+    for opponent in ("random", "rule"):
+        env = UnoEnv(opponent=opponent, belief="particles", n_particles=32)
+        env.reset(seed=0)
+        assert env._observer.tracker.model is None

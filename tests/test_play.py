@@ -182,7 +182,7 @@ class RecordingTracker:
 def test_belief_watch_learns_every_opponent_event_exactly_once(monkeypatch):
     fake = types.ModuleType("uno_env.belief")
     fake.BELIEF_FEATURES = 3
-    fake.make_belief = lambda kind, n_particles, rng, opponent_policy: RecordingTracker()
+    fake.make_belief = lambda kind, n_particles, rng, opponent_policy=None: RecordingTracker()
     monkeypatch.setitem(sys.modules, "uno_env.belief", fake)
     monkeypatch.setattr(RecordingTracker, "snapshots", [])
     lines: list[str] = []

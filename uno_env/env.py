@@ -88,7 +88,7 @@ class UnoEnv(gym.Env):
         self.illegal_action = illegal_action
         self.render_mode = render_mode
         self.belief = belief
-        self._observer = SeatObserver(belief, n_particles, dict_obs, opponent_policy=self.opponent)
+        self._observer = SeatObserver(belief, n_particles, dict_obs)
         self._opponent_observer = SeatObserver(getattr(self.opponent, "belief", "none"), n_particles)
 
         self.action_space = spaces.Discrete(NUM_ACTIONS)

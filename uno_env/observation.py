@@ -93,11 +93,9 @@ class SeatObserver:
         belief: ``"none"``, ``"counting"`` or ``"particles"`` (see :mod:`uno_env.belief`).
         n_particles: particle count for ``belief="particles"``.
         dict_obs: encode as a dict of named 1-D channels instead of one flat vector.
-        opponent_policy: passed to the particle filter for its optional policy-aware likelihood.
     """
 
-    def __init__(self, belief: str = "none", n_particles: int = 1000, dict_obs: bool = False,
-                 opponent_policy: Any = None) -> None:
+    def __init__(self, belief: str = "none", n_particles: int = 1000, dict_obs: bool = False) -> None:
         if belief not in ("none", "counting", "particles"):
             raise ValueError(f"belief must be 'none', 'counting' or 'particles', got {belief!r}")
         if not isinstance(n_particles, int) or isinstance(n_particles, bool) or n_particles < 1:
@@ -105,7 +103,6 @@ class SeatObserver:
         self.belief_kind = belief
         self.n_particles = n_particles
         self.dict_obs = dict_obs
-        self.opponent_policy = opponent_policy
         self.tracker: Any = None
         self.belief_size = 0
         if belief != "none":
@@ -127,8 +124,9 @@ class SeatObserver:
             return
         from uno_env.belief import make_belief
 
-        self.tracker = make_belief(self.belief_kind, n_particles=self.n_particles, rng=rng,
-                                   opponent_policy=self.opponent_policy)
+        # No opponent model: the policy-aware filter measured worse than the plain one in whole games
+        # (its particles degenerate: docs/BELIEF.md), and a learner's features must not depend on who it plays.
+        self.tracker = make_belief(self.belief_kind, n_particles=self.n_particles, rng=rng)
         self.tracker.reset(game.observe(seat))
 
     def observe(self, game: Game, seat: int) -> PublicView:

@@ -11,7 +11,7 @@ from typing import Protocol
 
 import numpy as np
 
-from uno_env.belief.lazy import Depleted, HandStates
+from uno_env.belief.lazy import Depleted, HandStates, log_comb
 from uno_env.belief.models import OpponentModel
 from uno_env.belief.tracker import Decision, PublicTracker, pool_of
 from uno_env.cards import COLOURS, NUM_CARD_TYPES, NUM_COLOURED_RANKS, PLAYABLE, WILD, WILD_DRAW4, card_name, card_rank
@@ -30,6 +30,27 @@ def _feature_sets() -> np.ndarray:
 
 
 _FIXED_SETS = _feature_sets()
+
+
+def _position_sets() -> dict[tuple[int, int], np.ndarray]:
+    """Per (colour in force, top rank): the (54 x 6) float sets of the probability channels, the playable types last."""
+    out = {}
+    for colour in range(4):
+        for rank in range(NUM_COLOURED_RANKS + 2):
+            sets = np.zeros((NUM_CARD_TYPES, 6))
+            sets[:, :5] = _FIXED_SETS
+            sets[list(PLAYABLE[colour][rank]), 5] = 1.0
+            out[colour, rank] = sets
+    return out
+
+
+_POSITION_SETS = _position_sets()
+
+
+def _feature_sets_at(top: int, colour: int) -> np.ndarray:
+    """(54 x 6) card-type sets of the probability channels in a position (read-only, shared)."""
+    return _POSITION_SETS[colour, card_rank(top)]
+
 
 #: Names of the belief feature channels, in order (see :data:`BELIEF_FEATURES` and docs/BELIEF.md).
 FEATURE_NAMES: tuple[str, ...] = (
@@ -50,10 +71,7 @@ def belief_features(states: HandStates, pool: np.ndarray, top: int, colour: int)
     * 58 ``holds_wild``: probability that it holds a wild or a wild draw four;
     * 59 ``can_play_top``: probability that it holds a card playable on the current top card and colour.
     """
-    sets = np.zeros((NUM_CARD_TYPES, 6), dtype=bool)
-    sets[:, :5] = _FIXED_SETS
-    sets[list(PLAYABLE[colour][card_rank(top)]), 5] = True
-    none = states.prob_none(pool, sets)
+    none = states.prob_none(pool, _feature_sets_at(top, colour))
     # P(none) mixes row masses that sum to 1 only up to rounding, so it can exceed 1 by an ulp; clipped, the
     # probabilities never fall below 0, the low bound of the env's observation space.
     return np.concatenate((states.expected_counts(pool), np.clip(1.0 - none, 0.0, 1.0))).astype(np.float32)
@@ -147,8 +165,28 @@ class CountingBelief(_StatesBelief):
         """Recompute from the view (the belief depends only on the current public state)."""
         self.pool = pool_of(view)
         self.top, self.colour = view.top, view.active_colour
-        self.states = HandStates.uniform(view.opponent_hand_size, 1)
+        self.hand_size = view.opponent_hand_size
         self._features = None
+
+    @property
+    def states(self) -> HandStates:
+        """Counting's one hypothesis (built on demand: the features need only the closed forms)."""
+        return HandStates.uniform(self.hand_size, 1)
+
+    def features(self) -> np.ndarray:
+        """The belief features (:func:`belief_features`) from the closed forms above.
+
+        The general :class:`HandStates` path gives the same numbers; the closed forms skip its per-row
+        machinery, since counting is on every env step of a ``belief="counting"`` learner.
+        """
+        if self._features is None:
+            pool, n = self.pool.astype(np.float64), self.hand_size
+            total = pool.sum()
+            expected = n * pool / total if total else np.zeros(NUM_CARD_TYPES)
+            outside = total - pool @ _feature_sets_at(self.top, self.colour)
+            none = np.exp(log_comb(outside, np.full_like(outside, n)) - log_comb(total, n))
+            self._features = np.concatenate((expected, np.clip(1.0 - none, 0.0, 1.0))).astype(np.float32)
+        return self._features.copy()
 
 
 class ParticleBelief(PublicTracker, _StatesBelief):
