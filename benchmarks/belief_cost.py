@@ -10,10 +10,10 @@
   ``info["action_mask"]``) on the same seeds; the belief's share of a step is the step time minus the step
   time with ``belief="none"``. The 100-microsecond budget of the issue is for this share at N = 1000.
 
-The env hands its opponent's policy to the particle filter, so with the ``random`` and ``rule`` opponents the
-filter is policy-aware (:mod:`uno_env.belief.models`); the ``random (no model)`` rows use a copy of the random
-policy the models do not recognize, i.e. the plain likelihood. Each figure is the best of ``--repeats`` runs
-(slower runs measure other load on the machine). Results go to stdout as Markdown tables (docs/BENCHMARKS.md).
+The env's particle filter uses the plain likelihood (it does not model its opponent). ``--aware`` adds per-view
+rows for the policy-aware filter (:mod:`uno_env.belief.models`), built as ``make_belief(..., opponent_policy=...)``
+with the opponent's policy. Each figure is the best of ``--repeats`` runs (slower runs measure other load on the
+machine). Results go to stdout as Markdown tables (docs/BENCHMARKS.md).
 
 ``--cache`` also counts how often a public position of the tracked seat repeats (the particle cache of the
 design note keys particles by position; a cache only pays if positions recur).
@@ -31,20 +31,10 @@ import numpy as np
 
 from uno_env import UnoEnv
 from uno_env.belief import make_belief
-from uno_env.belief.models import opponent_model
 from uno_env.game import Game
 from uno_env.match import _streams
-from uno_env.opponents import Policy, RandomPolicy, make_policy
+from uno_env.opponents import make_policy
 from uno_env.view import PublicView
-
-
-class UnmodelledRandom(RandomPolicy):
-    """The random policy under another type: :func:`opponent_model` does not know it, so the filter is plain."""
-
-
-def opponent(name: str) -> Policy:
-    """``random``, ``rule`` or ``random (no model)``."""
-    return UnmodelledRandom() if name == "random (no model)" else make_policy(name)
 
 
 def record_views(rival: str, games: int, seed: int) -> list[list[PublicView]]:
@@ -54,7 +44,7 @@ def record_views(rival: str, games: int, seed: int) -> list[list[PublicView]]:
         deal, reshuffle, seeds = _streams(seed + g)
         game = Game.deal(deal, g % 2)
         game.rng = reshuffle
-        policies = [make_policy("random"), opponent(rival)]
+        policies = [make_policy("random"), make_policy(rival)]
         for seat, policy in enumerate(policies):
             policy.reset(int(seeds[seat]))
         views = [game.observe(0)]
@@ -88,7 +78,7 @@ def per_view(make: Callable[[], object], games: list[list[PublicView]]) -> tuple
 
 def per_step(rival: str, belief: str, n_particles: int, games: int, seed: int) -> float:
     """Microseconds per ``UnoEnv`` step with a uniformly random agent."""
-    env = UnoEnv(opponent=opponent(rival), belief=belief, n_particles=n_particles)
+    env = UnoEnv(opponent=rival, belief=belief, n_particles=n_particles)
     rng = np.random.default_rng(seed)
     steps, elapsed = 0, 0.0
     for g in range(games):
@@ -122,8 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--games", type=int, default=20, help="games per measurement (default 20)")
     parser.add_argument("--repeats", type=int, default=2, help="runs per measurement; the best is reported")
     parser.add_argument("--particles", type=int, nargs="+", default=[100, 1000, 10000])
-    parser.add_argument("--opponents", nargs="+", default=["random", "rule", "random (no model)"],
-                        choices=["random", "rule", "random (no model)"])
+    parser.add_argument("--opponents", nargs="+", default=["random", "rule"], choices=["random", "rule"])
+    parser.add_argument("--aware", action="store_true", help="also time the policy-aware filter per view")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cache", type=int, default=0, metavar="GAMES",
                         help="also count repeated positions over this many games (0: skip)")
@@ -140,12 +130,14 @@ def main(argv: list[str] | None = None) -> int:
     for rival in args.opponents:
         games = record_views(rival, args.games, args.seed)
         views = sum(len(game) - 1 for game in games) / len(games)
-        for kind, n in kinds[1:]:
-            def make(kind: str = kind, n: int = n, rival: str = rival) -> object:
+        trackers = [(kind, n, False) for kind, n in kinds[1:]]
+        trackers += [("particles", n, True) for n in args.particles] if args.aware else []
+        for kind, n, aware in trackers:
+            def make(kind: str = kind, n: int = n, aware: bool = aware, rival: str = rival) -> object:
                 return make_belief(kind, n_particles=n, rng=np.random.default_rng(args.seed),
-                                   opponent_policy=opponent(rival))
+                                   opponent_policy=make_policy(rival) if aware else None)
             update, features = min((per_view(make, games) for _ in range(args.repeats)), key=sum)
-            label = kind if kind == "counting" else f"particles N={n}"
+            label = kind if kind == "counting" else f"particles N={n}" + (", policy-aware" if aware else "")
             print(f"| {rival} | {label} | {update:,.0f} | {features:,.0f} | {views:.1f} |", flush=True)
 
     print("\n| opponent | belief | µs per env step | belief µs per step | within 100 µs |")
@@ -156,10 +148,9 @@ def main(argv: list[str] | None = None) -> int:
             cost = min(per_step(rival, kind, n, args.games, args.seed) for _ in range(args.repeats))
             base = cost if base is None else base
             label = kind if kind != "particles" else f"particles N={n}"
-            aware = " (policy-aware)" if kind == "particles" and opponent_model(opponent(rival)) else ""
             share = f"{cost - base:,.0f}" if kind != "none" else ""
             verdict = "" if kind == "none" else ("yes" if cost - base < 100 else "no")
-            print(f"| {rival} | {label}{aware} | {cost:,.0f} | {share} | {verdict} |", flush=True)
+            print(f"| {rival} | {label} | {cost:,.0f} | {share} | {verdict} |", flush=True)
 
     if args.cache:
         repeats, decisions = position_repeats(args.cache, args.seed)
