@@ -132,9 +132,9 @@ class SearchPolicy:
 
     def __init__(
         self,
-        simulations: int | None = 200,
+        simulations: int | None = 800,
         time_ms: float | None = None,
-        belief: str = "counting",
+        belief: str = "particles",
         n_particles: int = 500,
         rollout: str | Policy = "rule",
         exploration: float = 0.7,
