@@ -301,8 +301,9 @@ def _validate(config: TrainConfig) -> None:
         raise ConfigError(f"opponents[{len(config.opponents) - 1}].until must be 1.0 (the last phase ends the run), "
                           f"got {previous!r}")
     teacher = config.pretrain.teacher
-    if teacher is not None and validate_spec(teacher):
-        raise ConfigError(f"pretrain.teacher: unknown player {teacher!r}: {validate_spec(teacher)}")
+    problem = None if teacher is None else validate_spec(teacher)
+    if problem:
+        raise ConfigError(f"pretrain.teacher: unknown player {teacher!r}: {problem}")
     if not config.eval.opponents:  # the evaluations pick the best model by the mean over these
         raise ConfigError("eval.opponents must name at least one opponent, got []")
     for i, name in enumerate(config.eval.opponents):

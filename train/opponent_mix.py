@@ -18,8 +18,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from train.config import SELF
-from train.policies import resolve_policy
+from train.config import SELF, ConfigError, TrainConfig
+from train.policies import checkpoint_path, resolve_policy, spec_belief
 from uno_env.opponents import Policy
 from uno_env.view import PublicView
 
@@ -90,3 +90,16 @@ class OpponentMixWrapper(gym.Wrapper):
         if terminated or truncated:
             info["opponent"] = self.mix.current_name
         return obs, reward, terminated, truncated, info
+
+
+def opponent_belief(config: TrainConfig) -> str:
+    """The one belief setting shared by every checkpoint the schedule can seat (see ``train.opponent_mix``)."""
+    beliefs = {spec: spec_belief(spec) for phase in config.opponents for spec in phase.mix
+               if spec != SELF and checkpoint_path(spec) is not None}
+    if config.uses_self_play():
+        beliefs[SELF] = config.env.belief
+    kinds = set(beliefs.values())
+    if len(kinds) > 1:
+        listing = ", ".join(f"{spec} (belief={belief!r})" for spec, belief in sorted(beliefs.items()))
+        raise ConfigError(f"opponents: every checkpoint in the schedule must share one belief setting; got {listing}")
+    return kinds.pop() if kinds else "none"

@@ -23,8 +23,8 @@ import numpy as np
 import torch
 
 from train.config import SELF, TrainConfig
-from train.opponent_mix import OpponentMix
-from train.policies import checkpoint_path, resolve_policy, spec_belief
+from train.opponent_mix import OpponentMix, opponent_belief
+from train.policies import resolve_policy
 from uno_env.match import play_game
 from uno_env.opponents import Policy
 from uno_env.view import PublicView
@@ -69,10 +69,9 @@ def collect(config: TrainConfig, seed: int) -> Demonstrations:
     """Play ``config.pretrain.games`` games of the teacher against the first phase's opponents."""
     mix = {name: weight for name, weight in config.opponents[0].mix.items() if name != SELF} or {"random": 1.0}
     recorder = _Recorder(resolve_policy(config.pretrain.teacher), config.env.belief)
-    # The mix's checkpoints must get observations encoded with the belief they were trained with (the trainer
-    # checks that they share one); named players ignore the encoding.
-    beliefs = {spec_belief(spec) for spec in mix if checkpoint_path(spec) is not None}
-    opponent = OpponentMix(mix, belief=beliefs.pop() if len(beliefs) == 1 else "none")
+    # The mix's checkpoints get observations encoded with the belief they were trained with; named players
+    # ignore the encoding.
+    opponent = OpponentMix(mix, belief=opponent_belief(config))
     gamma = config.ppo.gamma
     rng = np.random.default_rng(seed)
     observations, masks, actions, returns = [], [], [], []

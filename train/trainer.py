@@ -47,8 +47,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 from agents.ppo import PPOPolicy, load_model, read_settings, save_model
 from train.config import SELF, ConfigError, TrainConfig, config_to_dict
 from train.evaluate import MatchResult, evaluate, format_table, make_executor
-from train.opponent_mix import OpponentMix, OpponentMixWrapper
-from train.policies import checkpoint_path, label, resolve_policy, spec_belief
+from train.opponent_mix import OpponentMix, OpponentMixWrapper, opponent_belief
+from train.policies import label, resolve_policy
 from train.pretrain import clone, collect
 from uno_env.belief.quality import METRICS, cluster_mean, measure_quality
 from uno_env.env import UnoEnv
@@ -123,19 +123,6 @@ def make_env(env_options: dict[str, Any], mix: dict[str, float], opponent_belief
     if env_options["reward_shaping"]:
         env = CardCountShaping(env, env_options["reward_shaping"], gamma)
     return OpponentMixWrapper(env, opponent)
-
-
-def opponent_belief(config: TrainConfig) -> str:
-    """The one belief setting shared by every checkpoint the schedule can seat (see ``train.opponent_mix``)."""
-    beliefs = {spec: spec_belief(spec) for phase in config.opponents for spec in phase.mix
-               if spec != SELF and checkpoint_path(spec) is not None}
-    if config.uses_self_play():
-        beliefs[SELF] = config.env.belief
-    kinds = set(beliefs.values())
-    if len(kinds) > 1:
-        listing = ", ".join(f"{spec} (belief={belief!r})" for spec, belief in sorted(beliefs.items()))
-        raise ConfigError(f"opponents: every checkpoint in the schedule must share one belief setting; got {listing}")
-    return kinds.pop() if kinds else "none"
 
 
 def _policy_kwargs(config: TrainConfig) -> dict[str, Any]:
@@ -328,12 +315,10 @@ def _run_lock(run_dir: Path) -> Iterator[None]:
             run_dir.rmdir()
 
 
-def _train(config: TrainConfig, run_dir: str | Path, resume: bool = False, command: str | None = None,
-          quiet: bool = False) -> Path:
+def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None, quiet: bool) -> Path:
     """:func:`train`, with the run folder locked."""
     from sb3_contrib import MaskablePPO
 
-    run_dir = Path(run_dir)
     checkpoints = run_dir / "checkpoints"
     opponent_belief(config)  # a ConfigError here, before the envs are built, names the checkpoints at fault
     if resume:

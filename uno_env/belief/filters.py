@@ -184,7 +184,7 @@ class CountingBelief(_StatesBelief):
             total = pool.sum()
             expected = n * pool / total if total else np.zeros(NUM_CARD_TYPES)
             outside = total - pool @ _feature_sets_at(self.top, self.colour)
-            none = np.exp(log_comb(outside, np.full_like(outside, n)) - log_comb(total, n))
+            none = np.exp(log_comb(outside, n) - log_comb(total, n))
             self._features = np.concatenate((expected, np.clip(1.0 - none, 0.0, 1.0))).astype(np.float32)
         return self._features.copy()
 
