@@ -41,8 +41,9 @@ _BELIEFS = ("none", "counting", "particles")
 def save_model(model: Any, path: str | Path, settings: dict[str, Any]) -> Path:
     """Save a MaskablePPO ``model`` to ``path`` (a .zip) with its env ``settings`` embedded.
 
-    ``settings`` must hold at least ``belief``; the observation size is taken from the model.
-    Returns the path written.
+    ``settings`` must hold at least ``belief``; the observation size is taken from the model, less
+    ``settings["privileged_size"]`` hidden channels that only a privileged critic reads (:mod:`agents.privileged`),
+    so ``observation_size`` is always what the actor, and a player, needs. Returns the path written.
     """
     path = Path(path)
     if path.suffix != ".zip":
@@ -50,7 +51,9 @@ def save_model(model: Any, path: str | Path, settings: dict[str, Any]) -> Path:
     if settings.get("belief") not in _BELIEFS:
         raise ValueError(f"settings['belief'] must be one of {_BELIEFS}, got {settings.get('belief')!r}")
     model.save(path)
-    record = dict(settings, observation_size=int(np.prod(model.observation_space.shape)))
+    privileged = int(settings.get("privileged_size", 0))
+    record = dict(settings, privileged_size=privileged,
+                  observation_size=int(np.prod(model.observation_space.shape)) - privileged)
     with zipfile.ZipFile(path, "a") as archive:
         archive.writestr(SETTINGS_MEMBER, json.dumps(record, indent=1, sort_keys=True))
     return path
@@ -82,10 +85,11 @@ def _describe(belief: str, size: int | None) -> str:
 
 def check_settings(path: str | Path, saved: dict[str, Any], belief: str, observation_size: int | None) -> None:
     """Raise ``ValueError`` naming both settings when ``belief``/``observation_size`` differ from ``saved``."""
-    size_differs = observation_size is not None and observation_size != saved["observation_size"]
+    trained_size = saved["observation_size"] + saved.get("privileged_size", 0)
+    size_differs = observation_size is not None and observation_size != trained_size
     if saved["belief"] != belief or size_differs:
         raise ValueError(
-            f"checkpoint {path} was trained with {_describe(saved['belief'], saved['observation_size'])}, "
+            f"checkpoint {path} was trained with {_describe(saved['belief'], trained_size)}, "
             f"but the environment uses {_describe(belief, observation_size)}")
 
 

@@ -214,7 +214,7 @@ def test_bradley_terry_two_players():
 def test_checkpoint_settings(checkpoints: dict[str, Path]):
     assert checkpoints["none"].name == "tiny.zip"  # the suffix is added
     settings = read_settings(checkpoints["none"])
-    assert settings == {"belief": "none", "steps": 64, "config": "test", "observation_size": 294}
+    assert settings == {"belief": "none", "steps": 64, "config": "test", "observation_size": 294, "privileged_size": 0}
     counting = read_settings(checkpoints["counting"])
     assert counting["belief"] == "counting" and counting["observation_size"] > 294
     with pytest.raises(ValueError, match="settings\\['belief'\\]"):

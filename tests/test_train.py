@@ -207,12 +207,13 @@ def test_pretrain_clones_the_rule_player(tmp_path: Path):
 
 def test_pretrain_data(tmp_path: Path):
     config = parse_config(tiny(pretrain={"teacher": "rule", "games": 6}))
-    data = collect(config, seed=3)
+    data, agreement = collect(config, seed=3)
+    assert agreement == 1.0  # the teacher's own moves were played
     assert len(data) > 6 and data.observations.shape == (len(data), 294)
     assert data.masks[np.arange(len(data)), data.actions].all()  # the teacher moved legally
     # Discounted outcomes of the teacher's seat: some games won, some lost.
     assert np.all(np.abs(data.returns) <= 1) and (data.returns > 0).any() and (data.returns < 0).any()
-    again = collect(config, seed=3)
+    again, _ = collect(config, seed=3)
     assert np.array_equal(data.actions, again.actions) and np.array_equal(data.observations, again.observations)
 
 
@@ -221,7 +222,7 @@ def test_pretrain_against_a_belief_checkpoint(belief_run: Path):
     checkpoint = str(belief_run / "best_model.zip")
     config = parse_config(tiny(opponents=[{"mix": {checkpoint: 1, "rule": 1}}],
                                pretrain={"teacher": "rule", "games": 4}))
-    data = collect(config, seed=0)
+    data, _ = collect(config, seed=0)
     assert data.observations.shape[1] == 294  # the student's observations follow the run's belief, "none"
 
 

@@ -72,11 +72,16 @@ class PPOConfig:
 
 @dataclass
 class PolicyConfig:
-    """The actor and critic networks (separate MLPs of the same shape)."""
+    """The actor and critic networks (separate MLPs of the same shape).
+
+    ``critic: privileged`` gives the critic hidden state during training (the opponent's hand, the next deck
+    cards) while the actor keeps the public observation (:mod:`agents.privileged`).
+    """
 
     net_arch: list[int] = field(default_factory=lambda: [128, 128])
     activation: Literal["tanh", "relu"] = "tanh"
     ortho_init: bool = True
+    critic: Literal["public", "privileged"] = "public"
 
 
 @dataclass
@@ -99,10 +104,15 @@ class SelfPlayConfig:
 
 @dataclass
 class PretrainConfig:
-    """Behaviour cloning of a teacher before PPO (``train.pretrain``); off while ``teacher`` is null."""
+    """Imitation of a teacher before PPO (``train.pretrain``); off while ``teacher`` is null.
+
+    ``games`` are played per round; round 1 is behaviour cloning, each further round a DAgger round (the
+    student plays, the teacher labels its positions, the student is refit on every label so far).
+    """
 
     teacher: str | None = None
     games: int = field(default=2000, metadata=_check(_positive))
+    rounds: int = field(default=1, metadata=_check(_positive))
     epochs: int = field(default=10, metadata=_check(_positive))
     learning_rate: float = field(default=1e-3, metadata=_check(_positive))
     batch_size: int = field(default=256, metadata=_check(_positive))

@@ -1,17 +1,28 @@
-"""Warm start: imitate a teacher policy before PPO (behaviour cloning, with a value fit on the outcomes).
+"""Warm start: imitate a teacher before PPO (behaviour cloning, then optional DAgger rounds).
 
 PPO from scratch learns UNO slowly: the reward is one +-1 at the end of a game that luck decides
 as much as play, so on a small CPU budget the policy barely moves away from random play
-(docs/RESULTS.md). Cloning a teacher (the rule-based player by default) first gives the actor a
-sensible starting policy and the critic a matching value function, so PPO starts improving on
-the teacher instead of rediscovering it.
+(docs/RESULTS.md). Imitating a teacher first (the rule-based player, or the search player to distil
+search into the policy) gives the actor a sensible starting policy and the critic a matching value
+function, so PPO starts improving on the teacher instead of rediscovering it.
 
-Data comes from :func:`uno_env.match.play_game`: the student's seat is played by a recorder that
-asks the teacher for each action and stores the student's observation (encoded with the run's
-belief setting), the legal-action mask and the teacher's action; the other seat draws its player
-from the first phase of the opponent schedule (without ``self``). Both seats take turns, so the
-teacher is seen moving first and second. The value target of every decision is the game's outcome
-for the student seat (+1, 0, -1) discounted by ``gamma`` per remaining decision of that seat.
+:func:`warm_start` runs ``pretrain.rounds`` rounds (DAgger, Ross et al. 2011):
+
+1. round 1 plays the teacher's own moves and fits the student to them (behaviour cloning);
+2. every later round lets the *student* play (sampling from its masked policy) while the teacher labels
+   each of the student's decisions with the move it would make; the labels of all rounds are pooled and
+   the student refit. So the student learns what the teacher does in the positions the student itself
+   reaches, not only in the teacher's.
+
+Data comes from :func:`uno_env.match.play_game`: the student's seat is played by a recorder that asks
+the teacher for each action (the teacher sees every view of the seat, so a search teacher's belief
+follows the game) and stores the student's observation (encoded with the run's belief setting), the
+legal-action mask and the teacher's action; the other seat draws its player from the first phase of the
+opponent schedule (without ``self``). Both seats take turns, so positions are seen moving first and
+second. The value target of every decision is the game's outcome for the student seat (+1, 0, -1)
+discounted by ``gamma`` per remaining decision of that seat.
+With a privileged critic (``policy.critic: privileged``) each recorded observation also carries the hidden
+channels of :func:`uno_env.observation.encode_privileged`, as the training env's do; only the critic reads them.
 """
 
 from __future__ import annotations
@@ -22,24 +33,37 @@ from typing import Any
 import numpy as np
 import torch
 
+from agents.ppo import PPOPolicy
 from train.config import SELF, TrainConfig
 from train.opponent_mix import OpponentMix, opponent_belief
 from train.policies import resolve_policy
+from uno_env.game import Game
 from uno_env.match import play_game
+from uno_env.observation import encode_privileged
 from uno_env.opponents import Policy
 from uno_env.view import PublicView
 
 
 class _Recorder:
-    """Plays the teacher's moves and records (observation, mask, action) for the student."""
+    """Records (observation, mask, teacher's action) for the student; plays the teacher's move or the student's."""
 
-    def __init__(self, teacher: Policy, belief: str) -> None:
+    def __init__(self, teacher: Policy, belief: str, privileged: bool = False, student: Policy | None = None) -> None:
         self.teacher = teacher
+        self.student = student
         self.belief = belief
+        self.privileged = privileged
+        self.game: Game | None = None
         self.records: list[tuple[np.ndarray, np.ndarray, int]] = []
+        self.agreed = self.choices = 0  # the student's own moves that match the teacher's, on real choices
+
+    def deal(self, game: Game) -> None:
+        """``play_game``'s ``on_deal`` hook: keep the game for the privileged channels (the teacher never sees it)."""
+        self.game = game
 
     def reset(self, seed: int | None = None) -> None:
         self.teacher.reset(seed)
+        if self.student is not None:
+            self.student.reset(None if seed is None else seed + 1)
         self.records = []
 
     def observe_start(self, view: PublicView) -> None:
@@ -48,8 +72,17 @@ class _Recorder:
 
     def act(self, view: PublicView) -> int:
         action = self.teacher.act(view)
-        self.records.append((np.asarray(view.observation, dtype=np.float32), view.action_mask.astype(bool), action))
-        return action
+        obs = np.asarray(view.observation, dtype=np.float32)
+        if self.privileged:
+            obs = np.concatenate((obs, encode_privileged(self.game, self.game.current)))
+        self.records.append((obs, view.action_mask.astype(bool), action))
+        if self.student is None:
+            return action
+        played = self.student.act(view)
+        if len(view.legal_actions) > 1:
+            self.choices += 1
+            self.agreed += played == action
+        return played
 
 
 @dataclass
@@ -64,11 +97,21 @@ class Demonstrations:
     def __len__(self) -> int:
         return len(self.actions)
 
+    def __add__(self, other: Demonstrations) -> Demonstrations:
+        return Demonstrations(*(np.concatenate((a, b)) for a, b in zip(
+            (self.observations, self.masks, self.actions, self.returns),
+            (other.observations, other.masks, other.actions, other.returns), strict=True)))
 
-def collect(config: TrainConfig, seed: int) -> Demonstrations:
-    """Play ``config.pretrain.games`` games of the teacher against the first phase's opponents."""
+
+def collect(config: TrainConfig, seed: int, student: Policy | None = None) -> tuple[Demonstrations, float]:
+    """Play ``config.pretrain.games`` games against the first phase's opponents, the teacher labelling every move.
+
+    The teacher's moves are played, or with ``student`` the student's. Returns the demonstrations and how
+    often the moves played agreed with the teacher's on decisions with a choice (1.0 without a student).
+    """
     mix = {name: weight for name, weight in config.opponents[0].mix.items() if name != SELF} or {"random": 1.0}
-    recorder = _Recorder(resolve_policy(config.pretrain.teacher), config.env.belief)
+    recorder = _Recorder(resolve_policy(config.pretrain.teacher), config.env.belief,
+                         privileged=config.policy.critic == "privileged", student=student)
     # The mix's checkpoints get observations encoded with the belief they were trained with; named players
     # ignore the encoding.
     opponent = OpponentMix(mix, belief=opponent_belief(config))
@@ -79,7 +122,7 @@ def collect(config: TrainConfig, seed: int) -> Demonstrations:
         seat = game % 2
         seats = (recorder, opponent) if seat == 0 else (opponent, recorder)
         result = play_game(seats, int(rng.integers(2**62)), first_player=int(rng.integers(2)),
-                           n_particles=config.env.n_particles)
+                           n_particles=config.env.n_particles, on_deal=recorder.deal)
         outcome = 0.0 if result.winner == -1 else (1.0 if result.winner == seat else -1.0)
         n = len(recorder.records)
         for k, (obs, mask, action) in enumerate(recorder.records):
@@ -87,7 +130,28 @@ def collect(config: TrainConfig, seed: int) -> Demonstrations:
             masks.append(mask)
             actions.append(action)
             returns.append(outcome * gamma ** (n - 1 - k))
-    return Demonstrations(np.array(observations), np.array(masks), np.array(actions), np.array(returns, np.float32))
+    data = Demonstrations(np.array(observations), np.array(masks), np.array(actions), np.array(returns, np.float32))
+    return data, (recorder.agreed / recorder.choices if recorder.choices else 1.0)
+
+
+def warm_start(model: Any, config: TrainConfig, seed: int) -> dict[str, float]:
+    """Behaviour cloning, then ``pretrain.rounds - 1`` DAgger rounds (module docstring); returns the metrics.
+
+    Metrics: those of the last :func:`clone`, the number of ``examples`` pooled, and (after a DAgger round)
+    ``student_agreement``: how often the student's own moves matched the teacher's in the last round's games,
+    before that round's refit.
+    """
+    data, _ = collect(config, seed)
+    metrics = clone(model, data, config, seed)
+    for round_ in range(1, config.pretrain.rounds):
+        public_size = getattr(model.policy, "public_size", model.observation_space.shape[0])  # agents.privileged
+        student = PPOPolicy(model.policy, belief=config.env.belief, observation_size=public_size, deterministic=False)
+        more, agreement = collect(config, seed + round_, student=student)
+        data = data + more
+        metrics = clone(model, data, config, seed + round_)
+        metrics["student_agreement"] = agreement
+    metrics["examples"] = len(data)
+    return metrics
 
 
 def clone(model: Any, data: Demonstrations, config: TrainConfig, seed: int) -> dict[str, float]:

@@ -45,13 +45,15 @@ from stable_baselines3.common.utils import LinearSchedule
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 from agents.ppo import PPOPolicy, load_model, read_settings, save_model
+from agents.privileged import PrivilegedCriticPolicy
 from train.config import SELF, ConfigError, TrainConfig, config_to_dict
 from train.evaluate import MatchResult, evaluate, format_table, make_executor
 from train.opponent_mix import OpponentMix, OpponentMixWrapper, opponent_belief
 from train.policies import label, resolve_policy
-from train.pretrain import clone, collect
+from train.pretrain import warm_start
 from uno_env.belief.quality import METRICS, cluster_mean, measure_quality
 from uno_env.env import UnoEnv
+from uno_env.observation import PRIVILEGED_SIZE
 from uno_env.opponents import Policy
 
 _LOCK = ".lock"
@@ -113,22 +115,28 @@ def belief_log_loss(player: str | Policy, opponent: str | Policy, games: int, se
 
 
 def make_env(env_options: dict[str, Any], mix: dict[str, float], opponent_belief: str,
-             gamma: float = 0.99) -> gym.Env:
-    """One training env: UnoEnv with an :class:`OpponentMix` opponent, a step limit, the mix wrapper."""
+             gamma: float = 0.99, privileged: bool = False) -> gym.Env:
+    """One training env: UnoEnv with an :class:`OpponentMix` opponent, a step limit, the mix wrapper.
+
+    ``privileged`` appends the hidden-state channels a privileged critic reads (``UnoEnv(privileged=True)``).
+    """
     torch.set_num_threads(1)  # in a SubprocVecEnv worker: checkpoint opponents must not fight for cores
     opponent = OpponentMix(mix, belief=opponent_belief)
     env = UnoEnv(opponent=opponent, first_player=env_options["first_player"], belief=env_options["belief"],
-                 n_particles=env_options["n_particles"])
+                 n_particles=env_options["n_particles"], privileged=privileged)
     env = gym.wrappers.TimeLimit(env, env_options["max_episode_steps"])
     if env_options["reward_shaping"]:
         env = CardCountShaping(env, env_options["reward_shaping"], gamma)
     return OpponentMixWrapper(env, opponent)
 
 
-def _policy_kwargs(config: TrainConfig) -> dict[str, Any]:
+def _policy_kwargs(config: TrainConfig, observation_size: int) -> dict[str, Any]:
     arch = list(config.policy.net_arch)
     activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[config.policy.activation]
-    return {"net_arch": {"pi": arch, "vf": arch}, "activation_fn": activation, "ortho_init": config.policy.ortho_init}
+    kwargs = {"net_arch": {"pi": arch, "vf": arch}, "activation_fn": activation, "ortho_init": config.policy.ortho_init}
+    if config.policy.critic == "privileged":
+        kwargs["public_size"] = observation_size - PRIVILEGED_SIZE
+    return kwargs
 
 
 def _ppo_kwargs(config: TrainConfig) -> dict[str, Any]:
@@ -176,7 +184,8 @@ class RunCallback(BaseCallback):
         """Env settings stored in every checkpoint (agents.ppo)."""
         env = self.config.env
         return {"belief": env.belief, "n_particles": env.n_particles, "first_player": env.first_player,
-                "config": self.config.name, "steps": int(self.model.num_timesteps)}
+                "config": self.config.name, "steps": int(self.model.num_timesteps),
+                "privileged_size": PRIVILEGED_SIZE if self.config.policy.critic == "privileged" else 0}
 
     def checkpoint_files(self) -> list[Path]:
         return sorted(self.checkpoints.glob("step_*.zip"))
@@ -273,7 +282,8 @@ def build_vec_env(config: TrainConfig, seed: int) -> VecEnv:
     env_options = config_to_dict(config)["env"]
     vec_cls, vec_kwargs = (SubprocVecEnv, {"start_method": config.start_method}) if config.vec_env == "subproc" \
         else (DummyVecEnv, {})
-    return make_vec_env(partial(make_env, env_options, first_mix, opponent_belief(config), config.ppo.gamma),
+    return make_vec_env(partial(make_env, env_options, first_mix, opponent_belief(config), config.ppo.gamma,
+                                config.policy.critic == "privileged"),
                         n_envs=config.n_envs,
                         seed=seed, vec_env_cls=vec_cls, vec_env_kwargs=vec_kwargs)
 
@@ -334,7 +344,7 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
         start_step = int(read_settings(last)["steps"])
     venv = build_vec_env(config, config.seed + start_step)
     torch.set_num_threads(config.torch_threads)
-    common = {"policy_kwargs": _policy_kwargs(config), **_ppo_kwargs(config)}
+    common = {"policy_kwargs": _policy_kwargs(config, venv.observation_space.shape[0]), **_ppo_kwargs(config)}
     if resume:
         try:
             model = load_model(last, env=venv, **common)
@@ -343,7 +353,8 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
             raise ConfigError(f"cannot resume {run_dir}: {error}") from None
         model.set_random_seed(config.seed + start_step)
     else:
-        model = MaskablePPO("MlpPolicy", venv, seed=config.seed, device="cpu", verbose=0, **common)
+        policy = PrivilegedCriticPolicy if config.policy.critic == "privileged" else "MlpPolicy"
+        model = MaskablePPO(policy, venv, seed=config.seed, device="cpu", verbose=0, **common)
     # Only now record the run: a command that failed above must leave the folder (its config.yaml) as it was.
     checkpoints.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.yaml").write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
@@ -351,7 +362,7 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
         out.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')}  {command or ' '.join(sys.argv)}\n")
     if not resume and config.pretrain.teacher is not None:
         started = time.perf_counter()
-        pretrain_metrics = clone(model, collect(config, config.seed), config, config.seed)
+        pretrain_metrics = warm_start(model, config, config.seed)
         pretrain_metrics["seconds"] = round(time.perf_counter() - started, 1)
     # Our own logger: TensorBoard events straight into RUN_DIR/tb, continued (same folder) on resume.
     model.set_logger(configure_logger(str(run_dir / "tb"), ["tensorboard"]))

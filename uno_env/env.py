@@ -10,7 +10,7 @@ from gymnasium import spaces
 
 from uno_env.cards import CARD_NAMES, COLOURS, NUM_ACTIONS, action_name
 from uno_env.game import Game, IllegalActionError
-from uno_env.observation import SeatObserver
+from uno_env.observation import PRIVILEGED_HIGH, SeatObserver, encode_privileged
 from uno_env.opponents import Policy, make_policy
 from uno_env.view import DRAWN, LOSS, WIN, PublicView, event_to_dict
 
@@ -60,6 +60,10 @@ class UnoEnv(gym.Env):
     * ``illegal_action``: ``"lose"`` (default, as PettingZoo and pgx) or ``"raise"``
       (:class:`~uno_env.game.IllegalActionError`, the game state unchanged).
     * ``render_mode``: ``None`` or ``"ansi"`` (a text picture of the table from the agent's side).
+    * ``privileged``: for training a privileged critic only (``policy.critic: privileged`` in a training
+      config): append the hidden-state channels of :func:`~uno_env.observation.encode_privileged` (the
+      opponent's hand, the next deck cards) to the flat observation. This shows the agent what a player
+      may not see; a policy trained on it must read only the public part (:mod:`agents.privileged`).
 
     ``reset(seed=..., options={"scenario": S})`` starts from a RULES.md scenario; a malformed
     scenario raises ``ValueError`` naming the problem and leaves the env as it was.
@@ -76,6 +80,7 @@ class UnoEnv(gym.Env):
         dict_obs: bool = False,
         illegal_action: str = "lose",
         render_mode: str | None = None,
+        privileged: bool = False,
     ) -> None:
         if first_player not in ("agent", "opponent", "random"):
             raise ValueError(f"first_player must be 'agent', 'opponent' or 'random', got {first_player!r}")
@@ -83,7 +88,11 @@ class UnoEnv(gym.Env):
             raise ValueError(f"illegal_action must be 'lose' or 'raise', got {illegal_action!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        if privileged and dict_obs:
+            raise ValueError("privileged=True appends channels to the flat observation; it cannot be combined "
+                             "with dict_obs=True")
         self.opponent = make_policy(opponent)
+        self.privileged = privileged
         self.first_player = first_player
         self.illegal_action = illegal_action
         self.render_mode = render_mode
@@ -97,7 +106,8 @@ class UnoEnv(gym.Env):
             self.observation_space = spaces.Dict(
                 {name: spaces.Box(0.0, high, (size,), np.float32) for name, size, high in channels})
         else:
-            high = np.concatenate([high for _, _, high in channels]).astype(np.float32)
+            high = np.concatenate([high for _, _, high in channels] + ([PRIVILEGED_HIGH] if privileged else []))
+            high = high.astype(np.float32)
             self.observation_space = spaces.Box(0.0, high, (high.size,), np.float32)
 
         self._game: Game | None = None
@@ -186,6 +196,8 @@ class UnoEnv(gym.Env):
     def _observe(self) -> Any:
         self._view = self._observer.observe(self._game, AGENT)
         self._obs = self._view.observation
+        if self.privileged:
+            self._obs = np.concatenate((self._obs, encode_privileged(self._game, AGENT)))
         if self.render_mode == "ansi":
             self._history.extend(event_to_dict(event) for event in self._view.events)
         return self._obs_copy()

@@ -36,7 +36,8 @@ def play_game(policies: tuple[Policy, Policy], seed: int, first_player: int = 0,
     A game still running after ``max_decisions`` counts as a draw.
     A policy with an ``observe_start(view)`` method gets its seat's view right after the deal.
     ``on_deal(game)``, if given, receives the dealt game before anyone moves: it is for measurement
-    code that needs the hidden state (the search player's oracle), never for a policy.
+    code that needs the hidden state (the search player's oracle) and for a privileged critic's training
+    inputs (``train.pretrain``), never for a policy's decisions.
     """
     deal_rng, reshuffle_rng, policy_seeds = _streams(seed)
     game = Game.deal(deal_rng, first_player)

@@ -18,6 +18,12 @@ channel                       size  meaning
 ``belief``                       B  only with a belief tracker: see :mod:`uno_env.belief`
 ============================  ====  ==========================================================
 
+With ``privileged=True`` (training a privileged critic only: :mod:`agents.privileged`), :class:`~uno_env.env.UnoEnv`
+appends :data:`PRIVILEGED_SIZE` channels of *hidden* state after all of these (:func:`encode_privileged`):
+the opponent's hand (54 counts), then the next :data:`PRIVILEGED_DECK_CARDS` cards of the deck, each a 54-wide
+one-hot in draw order (all zero past the end of the deck). No player ever sees them: the actor of a privileged
+model reads only the public channels, and saved agents play from the public observation.
+
 ``opponent_cards`` exists because "the opponent has one card left" changes what a good player does,
 and a scaled size alone makes that a tiny difference in one input.
 """
@@ -57,6 +63,26 @@ del _start, _name, _size
 _LEGAL, _TOP, _COLOUR, _PENDING = _OFFSET["legal"], _OFFSET["top"], _OFFSET["active_colour"], _OFFSET["pending_draw"]
 _OPPONENT_CARDS, _SIZES = _OFFSET["opponent_cards"], _OFFSET["sizes"]
 _DISCARD, _UNSEEN = _OFFSET["discard"], _OFFSET["unseen"]
+
+
+#: How many of the next deck cards the privileged channels show.
+PRIVILEGED_DECK_CARDS = 8
+#: Size of the hidden-state channels: the opponent's hand, then the next deck cards one-hot.
+PRIVILEGED_SIZE = NUM_CARD_TYPES * (1 + PRIVILEGED_DECK_CARDS)
+#: Upper bound per privileged entry.
+PRIVILEGED_HIGH = np.concatenate((_COPIES, np.ones(NUM_CARD_TYPES * PRIVILEGED_DECK_CARDS, np.float32)))
+
+
+def encode_privileged(game: Game, seat: int) -> np.ndarray:
+    """The hidden state a privileged critic sees from ``seat``: the other seat's hand and the next deck cards.
+
+    For training code only (see the module docstring); never part of a player's observation.
+    """
+    obs = np.zeros(PRIVILEGED_SIZE, dtype=np.float32)
+    obs[:NUM_CARD_TYPES] = game.hands[1 - seat]
+    upcoming = game.deck[-1:-PRIVILEGED_DECK_CARDS - 1:-1]  # deck[-1] is drawn first
+    obs[NUM_CARD_TYPES + NUM_CARD_TYPES * np.arange(len(upcoming)) + np.array(upcoming, dtype=np.intp)] = 1.0
+    return obs
 
 
 def encode_base(view: PublicView) -> np.ndarray:
