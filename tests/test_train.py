@@ -139,6 +139,9 @@ def test_resume_continues_from_the_last_checkpoint(run: Path, tmp_path: Path):
     assert [(s["from_step"], s["to_step"]) for s in info["sessions"]] == [(0, 256), (256, 512)]
     assert info["total_train_seconds"] == pytest.approx(sum(s["train_seconds"] for s in info["sessions"]), abs=0.11)
     assert [e["step"] for e in jsonl(resumed / "evaluations.jsonl")] == [128, 256, 384, 512]
+    # Learning curves against wall time: training time counts on across sessions, never restarting from 0.
+    seconds = [e["train_seconds"] for e in jsonl(resumed / "evaluations.jsonl")]
+    assert seconds == sorted(seconds) and seconds[2] >= info["sessions"][0]["train_seconds"]
     assert load_config(resumed / "config.yaml").total_timesteps == 512  # the override is recorded
     # TensorBoard continues in the same folder, so the curves of both sessions line up.
     assert [step for step, _ in scalars(resumed)["eval/mean_win_rate"]] == [128, 256, 384, 512]

@@ -265,6 +265,8 @@ class RunCallback(BaseCallback):
         self.logger.dump(self.model.num_timesteps)
         record = {"step": int(self.model.num_timesteps), "checkpoint": path.name, "mean_win_rate": mean,
                   "seconds": round(time.perf_counter() - started, 2), "results": [r.to_dict() for r in results]}
+        if self.record is not None:  # training time so far, all sessions, for learning curves against wall time
+            record["train_seconds"] = round(self.record.total_seconds(), 1)
         if quality:
             record["belief"] = quality
         with open(self.run_dir / "evaluations.jsonl", "a") as out:
@@ -432,6 +434,11 @@ class SessionRecord:
         self.index = len(self.info["sessions"])
         self.started = time.perf_counter()
         self.seconds = 0.0
+
+    def total_seconds(self) -> float:
+        """Training time of the whole run until now: the earlier sessions' plus this one's so far."""
+        earlier = sum(s["train_seconds"] for s in self.info["sessions"][:self.index])
+        return earlier + time.perf_counter() - self.started
 
     def update(self, step: int, finished: bool = False) -> None:
         """Record that training reached ``step`` now, or (``finished``) that the session ended after it.
