@@ -8,13 +8,22 @@ against the rules rather than against itself.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 COLOUR_ORDER = ("red", "green", "blue", "yellow")
 RANK_ORDER = ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "skip", "reverse", "draw2", "wild", "wild_draw4")
 DRAW = 60
 WILDS = ("wild", "wild_draw4")
+#: More decisions than any real game takes (under random play about 70 on average): a test's game loop that
+#: runs past it has found a rules bug that keeps the game going, and fails instead of growing until killed.
+MAX_DECISIONS = 5_000
+
+
+def capped(limit: int = MAX_DECISIONS) -> Iterator[int]:
+    """``range(limit)`` that fails the test when exhausted: loop a game with it and ``break`` when it ends."""
+    yield from range(limit)
+    raise AssertionError(f"the game did not end within {limit} decisions")
 
 
 def deck_names() -> list[str]:
