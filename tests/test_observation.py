@@ -8,12 +8,11 @@ pending draws, wild tops); long random play checks every channel at every decisi
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 import numpy as np
 import pytest
-from uno_testlib import COLOUR_ORDER, RANK_ORDER, capped, deck_names, mask_set, scenario
+from uno_testlib import COLOUR_ORDER, capped, card_type, counts_of, deck_names, mask_set, scenario
 
 from uno_env import UnoEnv
 
@@ -25,22 +24,12 @@ BELIEF = 60  # expected count per card type (54), can play on each colour (4), h
 DECK = 108
 
 
-def type_index(name: str) -> int:
-    """Card type of a RULES.md name: ``colour * 13 + rank`` for coloured cards, 52 wild, 53 wild_draw4."""
-    if name == "wild":
-        return 52
-    if name == "wild_draw4":
-        return 53
-    colour, rank = name.split(":")
-    return COLOUR_ORDER.index(colour) * 13 + RANK_ORDER.index(rank)
+type_index = card_type
 
 
 def counts(names: list[str]) -> np.ndarray:
-    """54 counts of a list of card names."""
-    out = np.zeros(54)
-    for name, n in Counter(names).items():
-        out[type_index(name)] = n
-    return out
+    """54 counts of a list of card names, as an array."""
+    return np.array(counts_of(names), dtype=float)
 
 
 FULL_DECK = counts(deck_names())

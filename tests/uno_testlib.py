@@ -36,6 +36,25 @@ def deck_names() -> list[str]:
     return names + ["wild"] * 4 + ["wild_draw4"] * 4
 
 
+def card_type(name: str) -> int:
+    """The card type (0-53) of a name: ``colour * 13 + rank`` for coloured cards, 52 wild, 53 wild_draw4.
+
+    Card types are the engine's numbering (uno_env/cards.py docstring), restated here from that documentation.
+    """
+    if name in WILDS:
+        return 52 + WILDS.index(name)
+    colour, rank = name.split(":")
+    return COLOUR_ORDER.index(colour) * 13 + RANK_ORDER.index(rank)
+
+
+def counts_of(names: Iterable[str]) -> list[int]:
+    """54 counts, indexed by card type, of a list of card names."""
+    out = [0] * 54
+    for name in names:
+        out[card_type(name)] += 1
+    return out
+
+
 def minus(pool: Iterable[str], names: Iterable[str]) -> list[str]:
     """Multiset difference ``pool - names``, keeping ``pool``'s order; every name must be in the pool."""
     left = list(pool)

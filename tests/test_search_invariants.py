@@ -1,0 +1,125 @@
+"""The search player's invariants (agents/search.py): common random numbers, the default-move guard, the oracle.
+
+A recording subclass sees the simulated game each simulation starts from, right after its root action; the
+root child it runs under identifies the root action. That is enough to check which world each simulation used.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+import pytest
+from uno_testlib import act, counts_of, deck_names, minus, scenario
+
+import agents  # noqa: F401  (registers "search")
+from agents.search import OracleSearchPolicy, SearchPolicy
+from uno_env.game import Game
+from uno_env.opponents import RulePolicy
+from uno_env.view import PublicView
+
+
+class WorldLog:
+    """Per root action (by its tree node), the worlds its simulations ran in, in order."""
+
+    def __init__(self) -> None:
+        self.by_node: dict[int, list[tuple[tuple[int, ...], tuple[int, ...]]]] = defaultdict(list)
+
+    def record(self, node: Any, game: Game) -> None:
+        # The root action was the searching seat's move: it changed neither the other hand nor the deck.
+        self.by_node[id(node)].append((tuple(game.hands[1]), tuple(game.deck)))
+
+
+def recording(cls: type[SearchPolicy]) -> type[SearchPolicy]:
+    """``cls`` with every simulation's starting world logged in ``self.log``."""
+    class Recording(cls):  # type: ignore[valid-type,misc]
+        log: WorldLog
+
+        def _simulate(self, node: Any, game: Game, uniform: Any) -> float:
+            self.log.record(node, game)
+            return super()._simulate(node, game, uniform)
+    return Recording
+
+
+def choice_position(opponent: list[str]) -> tuple[Game, PublicView, PublicView]:
+    """Four legal moves for the agent (red:5, blue:5, wild in four colours counts as four) on green:5."""
+    game = Game.from_scenario(scenario(["red:5", "blue:5", "green:7", "yellow:9"], opponent, ["green:5"]),
+                              np.random.default_rng(0))
+    return game, game.observe(0, consume_events=False), game.observe(0)
+
+
+@pytest.mark.parametrize("belief", ["counting", "particles"])
+def test_kth_simulation_of_every_root_action_sees_the_same_world(belief):
+    _, start, view = choice_position(["yellow:3", "yellow:4", "red:8", "blue:2"])
+    player = recording(SearchPolicy)(simulations=60, belief=belief, n_particles=128, rollout="random")
+    player.log = WorldLog()
+    player.reset(5)
+    player.observe_start(start)
+    player.act(view)
+    sequences = list(player.log.by_node.values())
+    assert len(sequences) == len(view.legal_actions) == 3
+    assert all(len(worlds) >= 5 for worlds in sequences)
+    # The worlds differ from one simulation to the next, so equal sequences are not an accident.
+    assert len(set(sequences[0])) >= 3
+    for worlds in sequences[1:]:
+        n = min(len(worlds), len(sequences[0]))
+        assert worlds[:n] == sequences[0][:n]
+
+
+def test_the_oracle_determinizes_with_the_true_hand_and_the_rest_as_the_deck():
+    opponent = ["yellow:3", "yellow:4", "red:8", "blue:2"]
+    game, start, view = choice_position(opponent)
+    oracle = recording(OracleSearchPolicy)(lambda: game.hands[1], simulations=30)
+    oracle.log = WorldLog()
+    oracle.reset(2)
+    oracle.observe_start(start)
+    oracle.act(view)
+    true_hand = tuple(game.hands[1])
+    deck = counts_of(minus(deck_names(), ["red:5", "blue:5", "green:7", "yellow:9", "green:5", *opponent]))
+    worlds = [world for sequence in oracle.log.by_node.values() for world in sequence]
+    assert len(worlds) == 30
+    assert {hand for hand, _ in worlds} == {true_hand}
+    assert all(counts_of_types(order) == deck for _, order in worlds)
+    assert len({order for _, order in worlds}) > 1  # only the deck order is sampled
+
+
+def counts_of_types(cards: tuple[int, ...]) -> list[int]:
+    """54 counts of a sequence of card types."""
+    out = [0] * 54
+    for card in cards:
+        out[card] += 1
+    return out
+
+
+class Stubborn:
+    """The rule player, except that in the race below (three cards in hand) it plays the losing red:5."""
+
+    def __init__(self) -> None:
+        self.rule = RulePolicy()
+
+    def reset(self, seed: int | None = None) -> None:
+        self.rule.reset(seed)
+
+    def act(self, view: PublicView) -> int:
+        if view.hand_size == 3 and act("red:5") in view.legal_actions:
+            return act("red:5")
+        return self.rule.act(view)
+
+
+def race() -> tuple[Game, PublicView, PublicView]:
+    """red:5 or blue:5 on green:5 while the opponent holds only red:3: red:5 loses at once, blue:5 does not."""
+    game = Game.from_scenario(scenario(["red:5", "blue:5", "yellow:9"], ["red:3"], ["green:5"]),
+                              np.random.default_rng(0))
+    return game, game.observe(0, consume_events=False), game.observe(0)
+
+
+@pytest.mark.parametrize(("z", "expected"), [(1.0, "blue:5"), (None, "blue:5"), (1e9, "red:5")])
+def test_default_move_guard(z, expected):
+    # The search's own choice (blue:5) replaces the rollout policy's move only when clearly better on shared
+    # worlds; with an impossible margin the rollout policy's move stands.
+    game, start, view = race()
+    oracle = OracleSearchPolicy(lambda: game.hands[1], simulations=40, rollout=Stubborn(), keep_default_z=z)
+    oracle.reset(0)
+    oracle.observe_start(start)
+    assert oracle.act(view) == act(expected)
