@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from uno_testlib import COLOUR_ORDER, DRAW, RANK_ORDER, ScriptedPolicy, act, deck_names, scenario
+from uno_testlib import COLOUR_ORDER, DRAW, RANK_ORDER, ScriptedPolicy, act, capped, deck_names, scenario
 
 from uno_env.belief import (
     BELIEF_FEATURES,
@@ -522,7 +522,9 @@ def test_opponent_models_mirror_the_builtin_policies():
             rng = np.random.default_rng(seed)
             game = Game.deal(rng, seed % 2)
             policy.reset(seed)
-            while not game.done:
+            for _ in capped():
+                if game.done:
+                    break
                 if game.current == 0:
                     game.step(int(rng.choice(game.legal_actions())))
                     continue
@@ -555,7 +557,9 @@ def test_tiny_unlazy_filters_deplete_and_recover_without_raising():
         policy.reset(seed)
         pf = ParticleBelief(1, np.random.default_rng(seed), model=RandomModel(), lazy=False)
         pf.reset(game.observe(0))
-        while not game.done:
+        for _ in capped():
+            if game.done:
+                break
             if game.current == 0:
                 game.step(int(rng.choice(game.legal_actions())))
             else:
@@ -733,7 +737,7 @@ def test_invariants_under_random_play(kind, opponent, games):
         policy.reset(seed)
         tracker = make_belief(kind, n_particles=64, rng=np.random.default_rng(seed), opponent_policy=policy)
         tracker.reset(game.observe(0))
-        while True:
+        for _ in capped():
             if game.done or game.current == 0:
                 view = game.observe(0)
                 tracker.update(view)
@@ -861,7 +865,9 @@ def test_same_seed_same_features():
         pf = ParticleBelief(64, np.random.default_rng(seed), model=RandomModel())
         pf.reset(game.observe(0))
         out = []
-        while not game.done:
+        for _ in capped():
+            if game.done:
+                break
             if game.current == 0:
                 game.step(int(rng.choice(game.legal_actions())))
             else:

@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
-from uno_testlib import DRAW, FirstLegalPolicy, mask_set
+from uno_testlib import DRAW, FirstLegalPolicy, capped, mask_set
 
 import uno_env
 from uno_env.env import UnoEnv
@@ -250,7 +250,7 @@ def test_action_masks_match_info():
     rng = np.random.default_rng(0)
     for seed in range(5):
         _, info = env.reset(seed=seed)
-        while True:
+        for _ in capped():
             mask = env.action_masks()
             assert mask.dtype == bool and np.array_equal(mask, info["action_mask"].astype(bool))
             if "winner" in info:
@@ -268,7 +268,9 @@ def test_render_ansi():
     assert f"Your hand (7): {' '.join(info['hand'])}" in text and "Opponent: 7 cards" in text
     assert text.splitlines()[-1].startswith("Legal: ")
     rng = np.random.default_rng(0)
-    while "winner" not in info:
+    for _ in capped():
+        if "winner" in info:
+            break
         info = env.step(random_legal(info, rng))[-1]
     text = env.render()
     assert text.splitlines()[-1] == {"agent": "You won.", "opponent": "You lost.", "draw": "The game is drawn."}[

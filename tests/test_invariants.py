@@ -11,7 +11,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from uno_testlib import legal_by_rules
+from uno_testlib import capped, legal_by_rules
 
 from uno_env.cards import COPIES, card_id
 from uno_env.env import UnoEnv
@@ -39,7 +39,9 @@ def play_random_game(seed: int, full_check: bool) -> tuple[int, int]:
     rng = np.random.default_rng(seed)
     game = Game.deal(rng, seed % 2)
     decisions = 0
-    while not game.done:
+    for _ in capped():
+        if game.done:
+            break
         seat = game.current
         legal = game.legal_actions()
         assert legal == rule_legal(game.hands[seat], game.discard[-1], game.active_colour, game.pending_draw)
@@ -79,7 +81,9 @@ def test_same_seed_same_game():
         rng = np.random.default_rng(seed)
         game = Game.deal(rng, 0)
         out = []
-        while not game.done:
+        for _ in capped():
+            if game.done:
+                break
             legal = game.legal_actions()
             game.step(legal[int(rng.integers(len(legal)))])
             out.append((legal, game.observe(0).events, game.observe(1).events))
@@ -108,7 +112,7 @@ def test_env_random_play(opponent):
         obs, info = env.reset(seed=seed)
         terminated = "winner" in info
         steps = 0
-        while True:
+        for _ in capped():
             assert obs in env.observation_space
             mask = info["action_mask"]
             assert np.array_equal(channel(obs, "legal"), mask)

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 from pettingzoo.test import api_test, seed_test
-from uno_testlib import DRAW, act, scenario
+from uno_testlib import DRAW, act, capped, scenario
 
 from uno_env.cards import CARD_NAMES
 from uno_env.game import IllegalActionError
@@ -63,7 +63,9 @@ def test_full_random_game_follows_the_engine():
     game = aec._game
     rng = np.random.default_rng(1)
     finished = []
-    while aec.agents:
+    for _ in capped():
+        if not aec.agents:
+            break
         agent = aec.agent_selection
         obs, reward, terminated, truncated, info = aec.last()
         assert not truncated
@@ -168,7 +170,9 @@ def test_ansi_render_shows_only_the_viewers_drawn_cards():
     rng = np.random.default_rng(0)
     aec.reset(seed=4)
     seen_hidden_draw = False
-    while not any(aec.terminations.values()):
+    for _ in capped():
+        if any(aec.terminations.values()):
+            break
         text = aec.render()
         viewer = aec.agent_selection
         assert text.startswith(f"[{viewer}'s view, to move]")

@@ -6,7 +6,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from uno_testlib import DRAW, FirstLegalPolicy, act, scenario, wild_actions
+from uno_testlib import DRAW, FirstLegalPolicy, act, capped, scenario, wild_actions
 
 from uno_env import opponents
 from uno_env.game import Game
@@ -29,29 +29,34 @@ def random_game_views(n_games: int) -> list[PublicView]:
     for seed in range(n_games):
         rng = np.random.default_rng(seed)
         game = Game.deal(rng, seed % 2)
-        while not game.done:
+        for _ in capped():
+            if game.done:
+                break
             view = game.observe(game.current)
             views.append(view)
             game.step(view.legal_actions[int(rng.integers(len(view.legal_actions)))])
     return views
 
 
-VIEWS = random_game_views(40)
+@pytest.fixture(scope="module")
+def views() -> list[PublicView]:
+    """Views from 40 random games, built when a test first asks (no games played at import time)."""
+    return random_game_views(40)
 
 
 # ---------------------------------------------------------------------------------------------- RandomPolicy
-def test_random_policy_plays_only_legal_actions():
+def test_random_policy_plays_only_legal_actions(views):
     policy = RandomPolicy()
     policy.reset(0)
-    for view in VIEWS:
+    for view in views:
         assert policy.act(view) in view.legal_actions
 
 
-def test_random_policy_is_seeded():
+def test_random_policy_is_seeded(views):
     def actions(seed: int) -> list[int]:
         policy = RandomPolicy()
         policy.reset(seed)
-        return [policy.act(view) for view in VIEWS]
+        return [policy.act(view) for view in views]
 
     assert actions(3) == actions(3)
     assert actions(3) != actions(4)
@@ -110,12 +115,12 @@ def test_rule_policy_takes_a_forced_draw():
     assert view.legal_actions == [DRAW] and RulePolicy().act(view) == DRAW
 
 
-def test_rule_policy_only_legal_and_deterministic():
+def test_rule_policy_only_legal_and_deterministic(views):
     policy = RulePolicy()
-    first = [policy.act(view) for view in VIEWS]
+    first = [policy.act(view) for view in views]
     policy.reset(123)
-    assert [policy.act(view) for view in VIEWS] == first
-    for view, action in zip(VIEWS, first, strict=True):
+    assert [policy.act(view) for view in views] == first
+    for view, action in zip(views, first, strict=True):
         assert action in view.legal_actions
         coloured = [a for a in view.legal_actions if a % 15 < 13]
         if coloured and view.opponent_hand_size > 2:
@@ -128,7 +133,9 @@ def test_rule_policy_beats_random_play():
     for seed in range(300):
         rand.reset(seed)
         game = Game.deal(np.random.default_rng(seed), seed % 2)
-        while not game.done:
+        for _ in capped():
+            if game.done:
+                break
             view = game.observe(game.current)
             game.step((rule if game.current == 0 else rand).act(view))
         wins += game.outcome == 0

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from uno_testlib import COLOUR_ORDER, DRAW, FirstLegalPolicy, ScriptedPolicy, act, deck_names, minus, scenario
+from uno_testlib import COLOUR_ORDER, DRAW, FirstLegalPolicy, ScriptedPolicy, act, capped, deck_names, minus, scenario
 
 from uno_env.cards import CARD_NAMES
 from uno_env.env import UnoEnv
@@ -114,7 +114,9 @@ def test_infos_are_complete_and_replayable_from_events(opponent):
         replay.apply(info["events"])
         assert replay.matches(info)
         terminated = "winner" in info
-        while not terminated:
+        for _ in capped():
+            if terminated:
+                break
             action = int(rng.choice(np.flatnonzero(info["action_mask"])))
             replay = Replay(info)
             _, reward, terminated, _, info = env.step(action)
@@ -186,7 +188,9 @@ def test_the_opponent_never_sees_the_agents_drawn_cards_and_vice_versa():
     rng = np.random.default_rng(0)
     for seed in range(20):
         _, info = env.reset(seed=seed)
-        while "winner" not in info:
+        for _ in capped():
+            if "winner" in info:
+                break
             info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))[-1]
             for event in info["events"]:
                 assert event["kind"] != "draw" or (event["player"] == "agent") == ("cards" in event)

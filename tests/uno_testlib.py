@@ -26,6 +26,7 @@ def capped(limit: int = MAX_DECISIONS) -> Iterator[int]:
     raise AssertionError(f"the game did not end within {limit} decisions")
 
 
+
 def deck_names() -> list[str]:
     """The 108 cards of RULES.md "Cards" by name: per colour one 0 and two of everything else, 4+4 wilds."""
     names: list[str] = []
@@ -128,6 +129,17 @@ def legal_by_rules(hand: Iterable[str], top: str, active_colour: str, pending_dr
         if colour == active_colour or rank == top_rank:
             legal.add(act(card))
     return legal or {DRAW}
+
+
+def winner_by_rules(own_cards: int, opponent_cards: int) -> str:
+    """Who won a finished game from the hand sizes at its end (RULES.md, "Outcome").
+
+    An emptied hand wins, and a game stopped because the deck ran out goes to the smaller hand; both mean
+    the winner holds fewer cards. Equal hands are a draw. (Not for games ended by an illegal action.)
+    """
+    if own_cards == opponent_cards:
+        return "draw"
+    return "agent" if own_cards < opponent_cards else "opponent"
 
 
 def mask_set(mask: Any) -> set[int]:
