@@ -1,0 +1,276 @@
+"""Mutation check: do the tests notice small, plausible bugs?
+
+Each :class:`Mutation` is a hand-written bug: one or more exact text replacements in a source file, and the
+test files that ought to catch it. For each one this program copies the project (``git archive HEAD`` by
+default, or the working tree with ``--worktree``) to a temporary folder once, applies the mutation there,
+runs those tests with ``pytest -x`` and a per-test timeout, restores the file, and reports the mutation as
+*caught* (a test failed), *survived* (every test passed) or *broken* (the mutation no longer applies, or
+pytest could not run). Before any mutation, the tests run once unmutated and must pass.
+
+    python benchmarks/mutations.py                  # every mutation, a table per area
+    python benchmarks/mutations.py --area stats     # one area (observation, stats, config, search, ...)
+    python benchmarks/mutations.py --write          # also put the result table into docs/TESTING.md
+    python benchmarks/mutations.py --list
+
+Mutations marked ``issue17`` are the ones that survived the whole suite when issue 17 was filed.
+Exit status: 0 when nothing survived, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "TESTING.md"
+BEGIN, END = "<!-- mutations:begin -->", "<!-- mutations:end -->"
+
+OBS = ("tests/test_observation.py",)
+STATS = ("tests/test_statistics.py",)
+CONFIG = ("tests/test_config_checks.py", "tests/test_config.py")
+SEARCH = ("tests/test_search_invariants.py", "tests/test_search.py")
+RULES = ("tests/test_rules.py", "tests/test_invariants.py", "tests/test_opponents.py")
+BELIEF = ("tests/test_observation.py", "tests/test_belief.py")
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """A hand-written bug: ``edits`` are (old, new) exact replacements in ``path``, each matching once."""
+
+    area: str
+    name: str
+    path: str
+    edits: tuple[tuple[str, str], ...]
+    tests: tuple[str, ...]
+    issue17: bool = False
+
+
+def _config_check(field: str, line: str, plain: str) -> Mutation:
+    """Remove the value check of one config field (``line`` becomes ``plain``)."""
+    return Mutation("config", f"no check on {field}", "train/config.py", ((line, plain),), CONFIG, issue17=True)
+
+
+MUTATIONS: tuple[Mutation, ...] = (
+    # --- the observation encoder
+    Mutation("observation", "opponent size one-hot shifted by one", "uno_env/observation.py",
+             (("min(view.opponent_hand_size, 7) - 1)", "min(view.opponent_hand_size, 7))"),), OBS, True),
+    Mutation("observation", "opponent size one-hot capped at 8", "uno_env/observation.py",
+             (("min(view.opponent_hand_size, 7) - 1)", "min(view.opponent_hand_size, 8) - 1)"),), OBS, True),
+    Mutation("observation", "pending-draw channel inverted", "uno_env/observation.py",
+             (("_PENDING + (view.pending_draw >> 2))", "_PENDING + 1 - (view.pending_draw >> 2))"),), OBS, True),
+    Mutation("observation", "discard not removed from the unseen cards", "uno_env/observation.py",
+             (("    unseen -= discard\n", ""),), OBS, True),
+    Mutation("observation", "deck and discard sizes swapped", "uno_env/observation.py",
+             (("view.deck_size / DECK_SIZE, view.discard_size / DECK_SIZE)",
+               "view.discard_size / DECK_SIZE, view.deck_size / DECK_SIZE)"),), OBS, True),
+    Mutation("observation", "top card index clipped at 52", "uno_env/observation.py",
+             (("ones.append(_TOP + view.top)", "ones.append(_TOP + min(view.top, 52))"),), OBS, True),
+    Mutation("observation", "colour one-hot rotated", "uno_env/observation.py",
+             (("ones.append(_COLOUR + view.active_colour)", "ones.append(_COLOUR + (view.active_colour + 1) % 4)"),),
+             OBS),
+    Mutation("observation", "own hand size scaled by 54", "uno_env/observation.py",
+             (("(view.hand_size / DECK_SIZE,", "(view.hand_size / 54,"),), OBS),
+    # --- evaluation statistics
+    Mutation("stats", "paired interval over games, not pairs", "train/evaluate.py",
+             (("half = t_quantile_975(n - 1) * spread / math.sqrt(n)",
+               "half = t_quantile_975(n - 1) * spread / math.sqrt(pair_scores.size)"),), STATS, True),
+    Mutation("stats", "a drawn game scores 0", "train/evaluate.py",
+             (("scores[i, game] = 0.5 if result.winner == -1", "scores[i, game] = 0.0 if result.winner == -1"),),
+             STATS, True),
+    Mutation("stats", "t quantile with n degrees of freedom", "train/evaluate.py",
+             (("half = t_quantile_975(n - 1) * spread", "half = t_quantile_975(n) * spread"),), STATS, True),
+    Mutation("stats", "Wilson fallback over pairs", "train/evaluate.py",
+             (("return wilson_interval(float(pair_scores.sum()), pair_scores.size)",
+               "return wilson_interval(float(means.sum()), n)"),), STATS),
+    Mutation("stats", "Bradley-Terry without the virtual draw's points", "train/tournament.py",
+             (("points = points + 0.5 * (games.T + games > 0)", "points = points + 0.0 * (games.T + games > 0)"),),
+             STATS),
+    Mutation("stats", "ratings on the natural-log scale", "train/tournament.py",
+             (("ratings = 400 * np.log10(strength)", "ratings = 400 * np.log(strength)"),), STATS),
+    # --- config checks (the ten without a test when issue 17 was filed, then others)
+    _config_check("ppo.n_steps", "n_steps: int = field(default=256, metadata=_check(_positive))", "n_steps: int = 256"),
+    _config_check("ppo.batch_size", "batch_size: int = field(default=512, metadata=_check(_positive))",
+                  "batch_size: int = 512"),
+    _config_check("ppo.n_epochs", "n_epochs: int = field(default=4, metadata=_check(_positive))", "n_epochs: int = 4"),
+    _config_check("ppo.clip_range", "clip_range: float = field(default=0.2, metadata=_check(_positive))",
+                  "clip_range: float = 0.2"),
+    _config_check("ppo.vf_coef", "vf_coef: float = field(default=0.5, metadata=_check(_non_negative))",
+                  "vf_coef: float = 0.5"),
+    _config_check("ppo.max_grad_norm", "max_grad_norm: float = field(default=0.5, metadata=_check(_positive))",
+                  "max_grad_norm: float = 0.5"),
+    _config_check("pretrain.epochs", "    epochs: int = field(default=10, metadata=_check(_positive))",
+                  "    epochs: int = 10"),
+    _config_check("pretrain.learning_rate", "learning_rate: float = field(default=1e-3, metadata=_check(_positive))",
+                  "learning_rate: float = 1e-3"),
+    _config_check("pretrain.batch_size", "batch_size: int = field(default=256, metadata=_check(_positive))",
+                  "batch_size: int = 256"),
+    _config_check("eval.final_pairs", "final_pairs: int = field(default=500, metadata=_check(_non_negative))",
+                  "final_pairs: int = 500"),
+    Mutation("config", "unit range allows up to 2", "train/config.py",
+             (("return None if 0 <= value <= 1 else", "return None if 0 <= value <= 2 else"),), CONFIG),
+    Mutation("config", "no batch-within-rollout check", "train/config.py",
+             (("if ppo.batch_size > rollout:", "if False:"),), CONFIG),
+    # --- the search player
+    Mutation("search", "k-th world by the root's visit count", "agents/search.py",
+             (("game, uniform = worlds.get(child.visits)", "game, uniform = worlds.get(root.visits)"),), SEARCH, True),
+    Mutation("search", "no default-move guard", "agents/search.py",
+             (("return best if _beats(rewards[best], rewards[default], self.keep_default_z) else default",
+               "return best"),), SEARCH),
+    Mutation("search", "guard's comparison reversed", "agents/search.py",
+             (("return float(diff.mean()) > z *", "return float(diff.mean()) < z *"),), SEARCH),
+    Mutation("search", "oracle determinizes with a shifted hand", "agents/search.py",
+             (("np.tile(np.asarray(self.hidden_hand(), dtype=np.int64), (count, 1))",
+               "np.tile(np.roll(np.asarray(self.hidden_hand(), dtype=np.int64), 1), (count, 1))"),), SEARCH),
+    # --- rules, and a bug that stops games from ending (a test must fail, not hang)
+    Mutation("rules", "no game can end", "uno_env/game.py",
+             (("if self.hand_sizes[seat] == 0:", "if self.hand_sizes[seat] < 0:"),
+              ("self.outcome = DRAWN if mine == theirs else (seat if mine < theirs else 1 - seat)", "pass")),
+             ("tests/test_opponents.py",)),
+    Mutation("rules", "skip does not skip", "uno_env/game.py",
+             (("pass  # the opponent loses its turn: the same seat moves again", "self.current = 1 - seat"),), RULES),
+    Mutation("rules", "+2 makes the opponent draw 1", "uno_env/game.py",
+             (("self.pending_draw = 2\n", "self.pending_draw = 1\n"),), RULES),
+    # --- belief features
+    Mutation("belief", "probability features inverted", "uno_env/belief/filters.py",
+             (("np.clip(1.0 - none, 0.0, 1.0)", "np.clip(none, 0.0, 1.0)"),), BELIEF),
+)
+
+
+@dataclass
+class Outcome:
+    """What happened to one mutation."""
+
+    mutation: Mutation
+    status: str  # caught, survived, broken
+    seconds: float
+    detail: str
+
+
+def copy_project(destination: Path, worktree: bool) -> None:
+    """The project's files at ``destination``: the committed tree, or the working tree (no .git, .venv, runs)."""
+    if worktree:
+        ignore = shutil.ignore_patterns(".git", ".venv", "runs", "__pycache__", ".pytest_cache", ".ruff_cache",
+                                        "*.egg-info")
+        shutil.copytree(ROOT, destination, ignore=ignore, dirs_exist_ok=True)
+        return
+    archive = subprocess.run(["git", "archive", "HEAD"], cwd=ROOT, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(destination)], input=archive, check=True)
+
+
+def run_tests(tree: Path, tests: tuple[str, ...], timeout: int) -> tuple[int, str, float]:
+    """Run ``tests`` in ``tree`` (its packages first on the path); (exit code, last output line, seconds)."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+               "-n", "0", f"--timeout={timeout}", *tests]
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True, timeout=20 * timeout)
+    except subprocess.TimeoutExpired:
+        return -1, "the test run itself timed out", time.perf_counter() - start
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    failed = [line for line in lines if line.startswith(("FAILED", "ERROR"))]
+    return done.returncode, (failed or lines or [done.stderr.strip()[-200:]])[-1], time.perf_counter() - start
+
+
+def apply(tree: Path, mutation: Mutation) -> str | None:
+    """Write the mutated file into ``tree``; the original text, or None if an edit does not match exactly once."""
+    path = tree / mutation.path
+    original = path.read_text()
+    text = original
+    for old, new in mutation.edits:
+        if text.count(old) != 1:
+            return None
+        text = text.replace(old, new)
+    path.write_text(text)
+    return original
+
+
+def check(mutations: list[Mutation], worktree: bool, timeout: int) -> list[Outcome]:
+    """Run every mutation (module docstring); a failing unmutated baseline stops everything."""
+    outcomes = []
+    with tempfile.TemporaryDirectory(prefix="uno-mutations-") as folder:
+        tree = Path(folder)
+        copy_project(tree, worktree)
+        all_tests = tuple(sorted({test for m in mutations for test in m.tests}))
+        code, last, seconds = run_tests(tree, all_tests, timeout)
+        print(f"baseline ({len(all_tests)} test files): exit {code} in {seconds:.0f} s: {last}", flush=True)
+        if code != 0:
+            raise SystemExit("the unmutated tests fail: fix them before checking mutations")
+        for mutation in mutations:
+            original = apply(tree, mutation)
+            if original is None:
+                outcome = Outcome(mutation, "broken", 0.0, "an edit no longer matches the source exactly once")
+            else:
+                try:
+                    code, last, seconds = run_tests(tree, mutation.tests, timeout)
+                finally:
+                    (tree / mutation.path).write_text(original)
+                status = {0: "survived", 1: "caught"}.get(code, "broken")
+                outcome = Outcome(mutation, status, seconds, last)
+            outcomes.append(outcome)
+            print(f"{outcome.status:8} {outcome.seconds:6.1f} s  [{mutation.area}] {mutation.name}: {outcome.detail}",
+                  flush=True)
+    return outcomes
+
+
+def table(outcomes: list[Outcome]) -> str:
+    """Markdown: caught/survived per area, then every mutation."""
+    by_area: dict[str, list[Outcome]] = defaultdict(list)
+    for outcome in outcomes:
+        by_area[outcome.mutation.area].append(outcome)
+    lines = ["| area | mutations | caught | survived | broken | of which from issue 17 (caught) |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for area, group in by_area.items():
+        count = {s: sum(o.status == s for o in group) for s in ("caught", "survived", "broken")}
+        issue = [o for o in group if o.mutation.issue17]
+        lines.append(f"| {area} | {len(group)} | {count['caught']} | {count['survived']} | {count['broken']} | "
+                     f"{len(issue)} ({sum(o.status == 'caught' for o in issue)}) |")
+    lines += ["", "| area | mutation | issue 17 | result | seconds |", "| --- | --- | :---: | --- | ---: |"]
+    for o in outcomes:
+        lines.append(f"| {o.mutation.area} | {o.mutation.name} | {'yes' if o.mutation.issue17 else ''} | "
+                     f"{o.status} | {o.seconds:.1f} |")
+    return "\n".join(lines)
+
+
+def write_doc(text: str) -> None:
+    """Replace the result block of docs/TESTING.md (between its markers) with ``text``."""
+    doc = DOC.read_text()
+    head, _, rest = doc.partition(BEGIN)
+    _, _, tail = rest.partition(END)
+    DOC.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--area", action="append", help="only this area (repeatable)")
+    parser.add_argument("--worktree", action="store_true", help="mutate the working tree's files, not HEAD's")
+    parser.add_argument("--timeout", type=int, default=60, help="per-test timeout in seconds (default 60)")
+    parser.add_argument("--write", action="store_true", help=f"write the result table into {DOC.name}")
+    parser.add_argument("--list", action="store_true", help="list the mutations and exit")
+    args = parser.parse_args(argv)
+    mutations = [m for m in MUTATIONS if not args.area or m.area in args.area]
+    if args.list:
+        for m in mutations:
+            print(f"[{m.area}] {m.name} ({m.path}){'  issue 17' if m.issue17 else ''}")
+        return 0
+    outcomes = check(mutations, args.worktree, args.timeout)
+    result = table(outcomes)
+    print(result)
+    if args.write:
+        when = time.strftime("%Y-%m-%d")
+        source = "working tree" if args.worktree else "HEAD " + subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        write_doc(f"Last run: {when}, on {source}, `python benchmarks/mutations.py --write`.\n\n{result}")
+    return 0 if all(o.status == "caught" for o in outcomes) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
