@@ -128,8 +128,10 @@ def test_bad_opponent_spec_is_a_clear_error():
 
 def test_format_table():
     table = format_table(evaluate("rule", ["random", "rule"], pairs=3, seed=0, workers=1))
-    lines = table.splitlines()
+    rows, note = table.split("\n\n")
+    lines = rows.splitlines()
     assert lines[0].startswith("| agent | opponent | games | win rate | 95% CI |") and len(lines) == 4
+    assert note.startswith("95% CI: ") and all(" (t) | " in line or " (W) | " in line for line in lines[2:])
     assert lines[2].startswith("| rule | random | 6 |") and lines[3].startswith("| rule | rule | 6 | 50.0% |")
 
 

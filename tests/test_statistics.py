@@ -49,11 +49,13 @@ def test_paired_interval_by_hand_five_pairs():
     assert paired_interval(pairs) == pytest.approx((0.5 - 0.438994, 0.5 + 0.438994), abs=2e-4)
 
 
-def test_paired_interval_clips_to_the_unit_interval():
+def test_paired_interval_never_clips_it_falls_back_to_wilson():
     pairs = np.array([[1, 1], [1, 1], [1, 0]])  # means 1, 1, .5: mean .8333, s = .288675, t(2) = 4.302653
-    low, high = paired_interval(pairs)
-    assert low == pytest.approx(0.833333 - 4.302653 * 0.288675 / math.sqrt(3), abs=2e-4)
-    assert high == 1.0
+    # The t-interval .8333 +- .7171 leaves [0, 1]; clipping it would claim (.1162, 1.0). Wilson over the games
+    # instead: 5 of 6, p = .8333, centre (p + z^2/12) / (1 + z^2/6) = .70322, half .26673.
+    assert paired_interval(pairs) == pytest.approx((0.70322 - 0.26673, 0.70322 + 0.26673), abs=2e-4)
+    assert evaluate.score_interval(pairs)[2] == "W"
+    assert evaluate.score_interval(np.array([[1, 0], [0, 1], [1, 1], [.5, .5], [0, 0]]))[2] == "t"
 
 
 def test_wilson_interval_by_hand():

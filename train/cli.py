@@ -1,6 +1,7 @@
 """``uno-train`` / ``python -m train``: train MaskablePPO on UNO from a YAML config.
 
     uno-train                                   # configs/default.yaml -> runs/default-<time>/
+    uno-train ppo-counting                      # a shipped config by name (from any folder after pip install)
     uno-train configs/medium.yaml --run-dir runs/medium
     uno-train configs/default.yaml --set seed=3 --set env.belief=counting
     uno-train --resume runs/medium              # continue from the last checkpoint
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from train.config import ConfigError, load_config
+from train.shipped import find_config
 from train.trainer import train
 
 DEFAULT_CONFIG = "configs/default.yaml"
@@ -30,7 +32,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="uno-train", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    parser.add_argument("config", nargs="?", help=f"YAML config (default: {DEFAULT_CONFIG})")
+    parser.add_argument("config", nargs="?",
+                        help=f"YAML config, or the name of a shipped one (default: {DEFAULT_CONFIG}, from "
+                             "the current folder if it has one, else the shipped default)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config key, e.g. --set ppo.learning_rate=1e-4 (repeatable)")
     parser.add_argument("--run-dir", type=Path, help="the run folder (default: RUNS_ROOT/<name>-<date-time>)")
@@ -46,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             config = load_config(args.resume / "config.yaml", args.overrides)
             run_dir = args.resume
         else:
-            config = load_config(args.config or DEFAULT_CONFIG, args.overrides)
+            config = load_config(find_config(args.config or DEFAULT_CONFIG), args.overrides)
             run_dir = args.run_dir or args.runs_root / f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}"
         print(f"run folder: {run_dir}", flush=True)
         train(config, run_dir, resume=bool(args.resume), command=command, quiet=args.quiet)

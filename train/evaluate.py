@@ -7,8 +7,13 @@ every opponent, so results are reproducible and do not depend on the number of w
 
 Scores count a win as 1, a draw as 1/2, a loss as 0. The 95% confidence interval is a paired
 t-interval over deal pairs (each pair's mean score is one observation, which keeps the
-correlation between the two games of a pair honest); when every pair has the same score (so the
-sample variance is zero) the Wilson score interval over the games is used instead.
+correlation between the two games of a pair honest). Where that interval is not trustworthy, the
+Wilson score interval over the games is used instead: when every pair has the same score (the sample
+variance is zero), and when the t-interval would reach outside [0, 1], which happens on small samples
+with scores near 0 or 1, where the t approximation breaks down. An interval is never clipped (a clipped
+interval printed "0.0% - 50.3%" after wins), and the table's note names the method of every row
+(``t`` or ``W``). Treating games as independent makes Wilson conservative here: the two games of a deal
+pair tend to go to different players. Quantiles come from scipy (``scipy.stats``).
 
 Command line (``uno-evaluate`` or ``python -m train.evaluate``)::
 
@@ -25,21 +30,25 @@ import math
 import os
 import sys
 from collections.abc import Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy import stats
+from tqdm import tqdm
 
 from train.policies import checkpoint_path, label, resolve_policy
 from uno_env.match import play_game
 from uno_env.opponents import Policy
 
 Player = str | Policy
-_Z95 = 1.959963984540054
-_T95_SMALL = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776}
+_Z95 = float(stats.norm.ppf(0.975))
+#: The interval methods of :func:`score_interval`, as the table's note names them.
+CI_METHODS = {"t": "paired t-interval over deal pairs",
+              "W": "Wilson score interval over games (no spread between pairs, or t would leave [0, 100%])"}
 
 
 @dataclass(frozen=True)
@@ -82,6 +91,11 @@ class MatchResult:
         return paired_interval(self.pair_scores)
 
     @property
+    def ci_method(self) -> str:
+        """How :attr:`ci` was computed: ``"t"`` or ``"W"`` (:data:`CI_METHODS`)."""
+        return score_interval(self.pair_scores)[2]
+
+    @property
     def mean_length(self) -> float:
         """Mean decisions per game (both players, forced draws included)."""
         return float(self.lengths.mean())
@@ -91,39 +105,52 @@ class MatchResult:
         low, high = self.ci
         return {"agent": self.agent, "opponent": self.opponent, "pairs": self.pairs, "games": self.games,
                 "wins": self.wins, "draws": self.draws, "losses": self.losses, "win_rate": self.score,
-                "ci_low": low, "ci_high": high, "mean_length": self.mean_length}
+                "ci_low": low, "ci_high": high, "ci_method": CI_METHODS[self.ci_method],
+                "mean_length": self.mean_length}
 
 
 def t_quantile_975(df: int) -> float:
-    """The 97.5% quantile of Student's t with ``df`` degrees of freedom (Cornish-Fisher for df > 4)."""
-    if df in _T95_SMALL:
-        return _T95_SMALL[df]
-    z = _Z95
-    terms = ((z**3 + z) / 4, (5 * z**5 + 16 * z**3 + 3 * z) / 96,
-             (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384,
-             (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160)
-    return z + sum(term / df ** (k + 1) for k, term in enumerate(terms))
+    """The 97.5% quantile of Student's t with ``df`` degrees of freedom (scipy)."""
+    if df < 1:
+        raise ValueError(f"degrees of freedom must be at least 1, got {df}")
+    return float(stats.t.ppf(0.975, df))
 
 
 def wilson_interval(successes: float, n: int) -> tuple[float, float]:
-    """95% Wilson score interval for a proportion (``successes`` may count draws as halves)."""
+    """95% Wilson score interval for a proportion (``successes`` may count draws as halves).
+
+    Whole numbers of successes go to scipy's ``binomtest(...).proportion_ci(method="wilson")``; with
+    half points (draws) the same formula is evaluated here, as scipy takes whole counts only.
+    """
+    if n < 1 or not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n and n >= 1, got successes={successes}, n={n}")
+    if float(successes).is_integer():
+        interval = stats.binomtest(int(successes), n).proportion_ci(0.95, method="wilson")
+        return float(interval.low), float(interval.high)
     p = successes / n
     denominator = 1 + _Z95**2 / n
     centre = (p + _Z95**2 / (2 * n)) / denominator
     half = _Z95 * math.sqrt(p * (1 - p) / n + _Z95**2 / (4 * n * n)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+    return centre - half, centre + half
 
 
-def paired_interval(pair_scores: np.ndarray) -> tuple[float, float]:
-    """95% CI of the mean score: paired t over deal pairs, Wilson over games if the pairs show no spread."""
+def score_interval(pair_scores: np.ndarray) -> tuple[float, float, str]:
+    """95% CI of the mean score and its method (module docstring): ``(low, high, "t" or "W")``."""
     means = pair_scores.mean(axis=1)
     n = len(means)
     spread = means.std(ddof=1) if n > 1 else 0.0
-    if spread == 0.0:
-        return wilson_interval(float(pair_scores.sum()), pair_scores.size)
-    half = t_quantile_975(n - 1) * spread / math.sqrt(n)
-    mean = float(means.mean())
-    return max(0.0, mean - half), min(1.0, mean + half)
+    if spread > 0.0:
+        half = t_quantile_975(n - 1) * spread / math.sqrt(n)
+        mean = float(means.mean())
+        if mean - half >= 0.0 and mean + half <= 1.0:
+            return mean - half, mean + half, "t"
+    return (*wilson_interval(float(pair_scores.sum()), pair_scores.size), "W")
+
+
+def paired_interval(pair_scores: np.ndarray) -> tuple[float, float]:
+    """95% CI of the mean score: paired t over deal pairs, else Wilson over games (:func:`score_interval`)."""
+    low, high, _ = score_interval(pair_scores)
+    return low, high
 
 
 def deal_seeds(seed: int, pairs: int) -> tuple[np.ndarray, np.ndarray]:
@@ -178,58 +205,76 @@ def make_executor(workers: int) -> ProcessPoolExecutor:
 
 def run_matches(matchups: Sequence[tuple[Player, Player]], pairs: int, seed: int = 0, workers: int | None = None,
                 n_particles: int = 200, deterministic: bool = True,
-                executor: Executor | None = None) -> list[MatchResult]:
+                executor: Executor | None = None, progress: bool = False) -> list[MatchResult]:
     """Play every (agent, opponent) matchup on the same ``pairs`` deal pairs; results in matchup order.
 
     Games go to ``executor`` if given, else to a pool of ``workers`` processes (default: all
     cores; 1 plays in this process). The results do not depend on how games are spread.
+    ``progress`` shows a progress bar of deal pairs on standard error (tqdm; only on a terminal).
     """
     if pairs < 1:
         raise ValueError(f"pairs must be at least 1, got {pairs}")
     seeds, firsts = deal_seeds(seed, pairs)
     workers = workers or os.cpu_count() or 1
-    if executor is None and workers == 1:
-        outputs = [_play_chunk(a, o, seeds, firsts, n_particles, deterministic) for a, o in matchups]
-    else:
-        own = executor is None
-        pool = make_executor(workers) if own else executor
-        try:
-            n_chunks = max(1, min(pairs, 4 * workers))
-            bounds = np.linspace(0, pairs, n_chunks + 1).astype(int)
-            futures = [[pool.submit(_play_chunk, a, o, seeds[lo:hi], firsts[lo:hi], n_particles, deterministic)
-                        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True) if hi > lo]
-                       for a, o in matchups]
-            outputs = []
-            for chunks in futures:
-                parts = [future.result() for future in chunks]
-                outputs.append((np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])))
-        finally:
-            if own:
-                pool.shutdown()
+    in_process = executor is None and workers == 1
+    # Chunks of deal pairs: the unit of work for the pool and the step of the progress bar.
+    n_chunks = max(1, min(pairs, 4 * workers if not in_process else 10))
+    edges = np.linspace(0, pairs, n_chunks + 1).astype(int)
+    bounds = [(int(lo), int(hi)) for lo, hi in zip(edges[:-1], edges[1:], strict=True) if hi > lo]
+    parts: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+    # disable=None: tqdm draws only on a terminal, so logs and captured output stay clean.
+    with tqdm(total=pairs * len(matchups), unit="pair", desc="deal pairs", disable=None if progress else True,
+              file=sys.stderr, leave=False) as bar:
+        if in_process:
+            for m, (a, o) in enumerate(matchups):
+                for c, (lo, hi) in enumerate(bounds):
+                    parts[m, c] = _play_chunk(a, o, seeds[lo:hi], firsts[lo:hi], n_particles, deterministic)
+                    bar.update(hi - lo)
+        else:
+            own = executor is None
+            pool = make_executor(workers) if own else executor
+            try:
+                futures = {pool.submit(_play_chunk, a, o, seeds[lo:hi], firsts[lo:hi], n_particles,
+                                       deterministic): (m, c, hi - lo)
+                           for m, (a, o) in enumerate(matchups) for c, (lo, hi) in enumerate(bounds)}
+                for future in as_completed(futures):
+                    m, c, size = futures[future]
+                    parts[m, c] = future.result()
+                    bar.update(size)
+            finally:
+                if own:
+                    pool.shutdown(cancel_futures=True)
+    outputs = [(np.concatenate([parts[m, c][0] for c in range(len(bounds))]),
+                np.concatenate([parts[m, c][1] for c in range(len(bounds))])) for m in range(len(matchups))]
     return [MatchResult(label(a), label(o), scores, lengths)
             for (a, o), (scores, lengths) in zip(matchups, outputs, strict=True)]
 
 
 def evaluate(agent: Player, opponents: Sequence[Player] = ("random", "rule"), pairs: int = 200, seed: int = 0,
              workers: int | None = None, n_particles: int = 200, deterministic: bool = True,
-             executor: Executor | None = None) -> list[MatchResult]:
+             executor: Executor | None = None, progress: bool = False) -> list[MatchResult]:
     """Play ``agent`` against each opponent on ``pairs`` deal pairs (2 * pairs games each).
 
     Players are specs (:mod:`train.policies`: names, checkpoints, ``module:attribute``) or Policy
-    objects. See :func:`run_matches` for ``workers``/``executor``.
+    objects. See :func:`run_matches` for ``workers``/``executor``/``progress``.
     """
     return run_matches([(agent, opponent) for opponent in opponents], pairs, seed, workers, n_particles,
-                       deterministic, executor)
+                       deterministic, executor, progress)
 
 
 def format_table(results: Sequence[MatchResult]) -> str:
-    """A Markdown table of win rates with 95% CIs, W-D-L counts and mean game length."""
+    """A Markdown table of win rates with 95% CIs, W-D-L counts and mean game length, then a note on the CIs.
+
+    Markdown rather than a terminal-only table (rich): the same text goes into model cards and docs.
+    """
     lines = ["| agent | opponent | games | win rate | 95% CI | W-D-L | mean length |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for r in results:
-        low, high = r.ci
-        lines.append(f"| {r.agent} | {r.opponent} | {r.games} | {r.score:.1%} | {low:.1%} - {high:.1%} | "
+        low, high, method = score_interval(r.pair_scores)
+        lines.append(f"| {r.agent} | {r.opponent} | {r.games} | {r.score:.1%} | {low:.1%} - {high:.1%} ({method}) | "
                      f"{r.wins}-{r.draws}-{r.losses} | {r.mean_length:.1f} |")
+    used = sorted({score_interval(r.pair_scores)[2] for r in results}, reverse=True)
+    lines += ["", "95% CI: " + "; ".join(f"{method} = {CI_METHODS[method]}" for method in used) + "."]
     return "\n".join(lines)
 
 
@@ -259,6 +304,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--n-particles", type=int, default=200, help="particles for belief='particles' players")
     parser.add_argument("--stochastic", action="store_true", help="checkpoints sample actions instead of argmax")
     parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bar (it is drawn on standard error, and only on a terminal)")
     args = parser.parse_args(argv)
     if args.pairs < 1:
         parser.error(f"--pairs must be at least 1, got {args.pairs}")
@@ -267,14 +314,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from train.tournament import format_tournament, round_robin
 
             result = round_robin(args.players, args.pairs, args.seed, args.workers, args.n_particles,
-                                 not args.stochastic)
+                                 not args.stochastic, progress=not args.no_progress)
             print(format_tournament(result))
             payload: Any = result.to_dict()
         else:
             if len(args.players) != 1:
                 parser.error("give one agent (or --tournament for several players)")
             results = evaluate(_agent_spec(args.players[0]), args.opponents, args.pairs, args.seed, args.workers,
-                               args.n_particles, not args.stochastic)
+                               args.n_particles, not args.stochastic, progress=not args.no_progress)
             print(format_table(results))
             payload = [r.to_dict() for r in results]
     except (ValueError, FileNotFoundError) as error:

@@ -4,7 +4,7 @@ A spec is one of:
 
 * a registered policy name: ``random``, ``rule`` (and whatever :func:`uno_env.register_policy` added);
 * a MaskablePPO checkpoint: a ``.zip`` file, a shipped-agent folder holding ``model.zip``
-  (``models/ppo-none``, or just ``ppo-none`` for a folder under the repository's ``models/``),
+  (``models/ppo-none``, or just ``ppo-none`` for a shipped agent: :mod:`train.shipped` says where they are),
   or a training run folder (its ``best_model.zip``);
 * ``module:attribute``: an importable Policy object, class or zero-argument factory.
 """
@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from agents.ppo import PPOPolicy, read_settings
+from train.shipped import MODELS_DIR  # shipped agents: a bare name like ``ppo-none`` is MODELS_DIR / name
 from uno_env.opponents import Policy, make_policy, policy_names
 
-#: Shipped agents live here; a bare name like ``ppo-none`` resolves to ``MODELS_DIR / name``.
-MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 _CHECKPOINT_NAMES = ("model.zip", "best_model.zip")
 
 

@@ -69,8 +69,12 @@ def _ratings(matches: Sequence[MatchResult], index: Sequence[tuple[int, int]], n
 
 
 def round_robin(players: Sequence[Player], pairs: int = 200, seed: int = 0, workers: int | None = None,
-                n_particles: int = 200, deterministic: bool = True, bootstrap: int = 200) -> TournamentResult:
-    """Every player against every other on ``pairs`` deal pairs, then ratings (module docstring)."""
+                n_particles: int = 200, deterministic: bool = True, bootstrap: int = 200,
+                progress: bool = False) -> TournamentResult:
+    """Every player against every other on ``pairs`` deal pairs, then ratings (module docstring).
+
+    ``progress`` shows a progress bar of the deal pairs played (:func:`train.evaluate.run_matches`).
+    """
     if len(players) < 2:
         raise ValueError(f"a tournament needs at least 2 players, got {len(players)}")
     names = [label(p) for p in players]
@@ -78,7 +82,7 @@ def round_robin(players: Sequence[Player], pairs: int = 200, seed: int = 0, work
         raise ValueError(f"players must have distinct names, got {names}")
     index = [(i, j) for i in range(len(players)) for j in range(i + 1, len(players))]
     matches = run_matches([(players[i], players[j]) for i, j in index], pairs, seed, workers, n_particles,
-                          deterministic)
+                          deterministic, progress=progress)
     ratings = _ratings(matches, index, len(players))
     rng = np.random.default_rng(seed)
     samples = np.array([_ratings(matches, index, len(players),

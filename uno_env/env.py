@@ -59,7 +59,11 @@ class UnoEnv(gym.Env):
     * ``dict_obs``: a ``Dict`` observation instead of the flat ``Box``.
     * ``illegal_action``: ``"lose"`` (default, as PettingZoo and pgx) or ``"raise"``
       (:class:`~uno_env.game.IllegalActionError`, the game state unchanged).
-    * ``render_mode``: ``None`` or ``"ansi"`` (a text picture of the table from the agent's side).
+    * ``render_mode``: ``None``; ``"ansi"`` (``render()`` returns a text picture of the table from the
+      agent's side); ``"rgb_array"`` (a ``uint8`` array of shape ``(480, 720, 3)``: both hands as the agent
+      may see them, top card, colour in force, pile and deck sizes, the last events; :mod:`uno_env.render`),
+      which SB3's ``make_vec_env`` and Gymnasium's ``RecordVideo`` use; ``"human"`` (that picture in a
+      window, updated on every reset and step). ``save_picture(path)`` writes it as SVG, PNG or PDF.
     * ``privileged``: for training a privileged critic only (``policy.critic: privileged`` in a training
       config): append the hidden-state channels of :func:`~uno_env.observation.encode_privileged` (the
       opponent's hand, the next deck cards) to the flat observation. This shows the agent what a player
@@ -69,7 +73,7 @@ class UnoEnv(gym.Env):
     scenario raises ``ValueError`` naming the problem and leaves the env as it was.
     """
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 1}
+    metadata = {"render_modes": ["ansi", "rgb_array", "human"], "render_fps": 2}
 
     def __init__(
         self,
@@ -87,7 +91,7 @@ class UnoEnv(gym.Env):
         if illegal_action not in ("lose", "raise"):
             raise ValueError(f"illegal_action must be 'lose' or 'raise', got {illegal_action!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+            raise ValueError(f"render_mode must be None, 'ansi', 'rgb_array' or 'human', got {render_mode!r}")
         if privileged and dict_obs:
             raise ValueError("privileged=True appends channels to the flat observation; it cannot be combined "
                              "with dict_obs=True")
@@ -113,7 +117,8 @@ class UnoEnv(gym.Env):
         self._game: Game | None = None
         self._view: PublicView | None = None
         self._obs: Any = None
-        self._history: list[dict[str, Any]] = []
+        self._history: list[Any] = []
+        self._window: Any = None  # the render_mode="human" window, opened by the first render()
 
     # ------------------------------------------------------------------ Gymnasium API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -176,10 +181,34 @@ class UnoEnv(gym.Env):
             raise RuntimeError("call reset() before action_masks()")
         return self._view.action_mask.astype(bool)
 
-    def render(self) -> str | None:
-        if self.render_mode != "ansi" or self._view is None:
+    def render(self) -> str | np.ndarray | None:
+        """The table from the agent's side as ``render_mode`` asks (None before the first reset, and for "human")."""
+        if self.render_mode is None or self._view is None:
             return None
-        return render_table(self._view, self._history[-8:])
+        if self.render_mode == "ansi":
+            return render_table(self._view, self._recent_events())
+        # uno_env.render is imported here, not at the top: it loads matplotlib (~0.4 s), which only pictures need.
+        from uno_env.render import TableWindow, table_rgb
+
+        frame = table_rgb(self._view, self._recent_events())
+        if self.render_mode == "human":
+            self._window = self._window or TableWindow()
+            self._window.show(frame, 1 / self.metadata["render_fps"])
+            return None
+        return frame
+
+    def save_picture(self, path: str) -> str:
+        """Write the table picture of ``render_mode="rgb_array"`` to ``path`` (.svg, .png or .pdf); any mode."""
+        if self._view is None:
+            raise RuntimeError("call reset() before save_picture()")
+        from uno_env.render import save_table  # not at the top: see render()
+
+        return str(save_table(self._view, self._recent_events(), path))
+
+    def close(self) -> None:
+        if self._window is not None:
+            self._window.close()
+        super().close()
 
     # ------------------------------------------------------------------ internals
     def _play_opponent(self) -> None:
@@ -198,14 +227,20 @@ class UnoEnv(gym.Env):
         self._obs = self._view.observation
         if self.privileged:
             self._obs = np.concatenate((self._obs, encode_privileged(self._game, AGENT)))
-        if self.render_mode == "ansi":
-            self._history.extend(event_to_dict(event) for event in self._view.events)
+        # Raw event tuples are kept whatever the render_mode (save_picture works in any mode), trimmed to what is
+        # drawn; they become dictionaries only when drawn, so training steps pay next to nothing.
+        self._history = self._history[-16:] + self._view.events
+        if self.render_mode == "human":
+            self.render()
         return self._obs_copy()
 
     def _obs_copy(self) -> Any:
         if isinstance(self._obs, dict):
             return {name: value.copy() for name, value in self._obs.items()}
         return self._obs.copy()
+
+    def _recent_events(self) -> list[dict[str, Any]]:
+        return [event_to_dict(event) for event in self._history[-8:]]
 
     def _info(self) -> dict[str, Any]:
         return self._view.to_info()
