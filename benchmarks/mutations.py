@@ -139,8 +139,13 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("rules", "+2 makes the opponent draw 1", "uno_env/game.py",
              (("self.pending_draw = 2\n", "self.pending_draw = 1\n"),), RULES),
     # --- belief features
-    Mutation("belief", "probability features inverted", "uno_env/belief/filters.py",
-             (("np.clip(1.0 - none, 0.0, 1.0)", "np.clip(none, 0.0, 1.0)"),), BELIEF),
+    Mutation("belief", "particle probability features inverted", "uno_env/belief/filters.py",
+             (("(states.expected_counts(pool), np.clip(1.0 - none, 0.0, 1.0))",
+               "(states.expected_counts(pool), np.clip(none, 0.0, 1.0))"),), BELIEF),
+    Mutation("belief", "counting probability features inverted", "uno_env/belief/filters.py",
+             (("(expected, np.clip(1.0 - none, 0.0, 1.0))", "(expected, np.clip(none, 0.0, 1.0))"),), BELIEF),
+    Mutation("belief", "counting expects one card too many", "uno_env/belief/filters.py",
+             (("expected = n * pool / total if total", "expected = (n + 1) * pool / total if total"),), BELIEF),
 )
 
 
