@@ -62,29 +62,31 @@ class IllegalMovePenalty(gym.Wrapper):
     An illegal action does not reach the game: ``step`` returns the same observation, reward
     ``penalty`` (default -0.1), ``terminated = truncated = False``, and ``info`` as before with
     ``info["illegal_action"] = True``. Every ``info`` carries ``illegal_moves``, the episode's count so
-    far, so a logger can watch the learner stop trying. After ``max_illegal_moves`` in one episode
-    (default 200) the next illegal action is passed to the env, whose ``illegal_action`` setting
-    applies (by default the game is lost): an agent that never learns cannot loop for ever.
+    far, so a logger can watch the learner stop trying. After ``max_retries`` illegal moves in a row at
+    one position (default 500; a uniformly random player needs more than 500 tries for one legal move
+    out of 61 about once in 4,000 positions) the next illegal action is passed to the env, whose
+    ``illegal_action`` setting applies (by default the game is lost): a stuck agent cannot loop for ever.
 
     Legality comes from ``info["action_mask"]``, so this wraps ``Uno-v0`` with or without
     ``gym.make``'s wrappers (put it outside ``TimeLimit``: retries do not count as steps).
     """
 
-    def __init__(self, env: gym.Env, penalty: float = -0.1, max_illegal_moves: int = 200) -> None:
+    def __init__(self, env: gym.Env, penalty: float = -0.1, max_retries: int = 500) -> None:
         super().__init__(env)
         if not penalty <= 0.0:
             raise ValueError(f"penalty must be a number <= 0 (a cost), got {penalty!r}")
-        if not (isinstance(max_illegal_moves, int) and max_illegal_moves >= 0):
-            raise ValueError(f"max_illegal_moves must be an int >= 0, got {max_illegal_moves!r}")
+        if not (isinstance(max_retries, int) and max_retries >= 0):
+            raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
         self.penalty = float(penalty)
-        self.max_illegal_moves = max_illegal_moves
+        self.max_retries = max_retries
         self.illegal_moves = 0
+        self._retries = 0  # illegal moves in a row at the current position
         self._obs: Any = None
         self._info: dict[str, Any] = {}
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         obs, info = self.env.reset(seed=seed, options=options)
-        self.illegal_moves = 0
+        self.illegal_moves = self._retries = 0
         return self._remember(obs, info)
 
     def step(self, action: Any):
@@ -93,13 +95,15 @@ class IllegalMovePenalty(gym.Wrapper):
             raise RuntimeError("call reset() before step()")
         action_id = _as_action(action)
         legal = action_id is not None and bool(mask[action_id])
-        if not legal and self.illegal_moves < self.max_illegal_moves:
+        if not legal and self._retries < self.max_retries:
             self.illegal_moves += 1
+            self._retries += 1
             obs, info = self._copy(self._obs), dict(self._info)
             info["illegal_moves"] = self.illegal_moves
             info["illegal_action"] = True
             return obs, self.penalty, False, False, info
         obs, reward, terminated, truncated, info = self.env.step(action)
+        self._retries = 0
         obs, info = self._remember(obs, info)
         return obs, reward, terminated, truncated, info
 
