@@ -209,7 +209,7 @@ def test_calls_before_reset():
     ({"opponent": "nobody"}, ["unknown policy", "nobody", "random", "rule"]),
     ({"first_player": "me"}, ["first_player", "me"]),
     ({"illegal_action": "ignore"}, ["illegal_action", "ignore"]),
-    ({"render_mode": "human"}, ["render_mode", "human"]),
+    ({"render_mode": "video"}, ["render_mode", "video"]),
     ({"belief": "magic"}, ["belief", "magic"]),
     ({"n_particles": 0}, ["n_particles", "0"]),
 ])
