@@ -19,6 +19,7 @@ from uno_testlib import deck_names
 from agents.ppo import PPOPolicy, read_settings
 from agents.privileged import PrivilegedCriticPolicy
 from agents.search import SearchPolicy
+from train import pretrain
 from train.config import parse_config
 from train.pretrain import collect
 from train.trainer import train
@@ -144,16 +145,50 @@ def test_privileged_pretrain_records_the_hidden_channels():
     assert (hidden[:, NUM_CARD_TYPES:].sum(axis=1) <= PRIVILEGED_DECK_CARDS).all()
 
 
-def test_dagger_rounds_label_the_students_own_positions(tmp_path: Path):
-    """Distillation end to end on a tiny budget: a small search teacher, two DAgger rounds after cloning."""
+def _spy_on_warm_start(monkeypatch: pytest.MonkeyPatch) -> tuple[list, list]:
+    """Record every collect() (labeller, games, examples) and every clone() (examples) of a warm start."""
+    collected, refits = [], []
+    real_collect, real_clone = pretrain.collect, pretrain.clone
+
+    def spy_collect(config, seed, student=None, labeller=None, games=None):
+        data, agreement = real_collect(config, seed, student=student, labeller=labeller, games=games)
+        collected.append((labeller or config.pretrain.teacher, student is not None, len(data)))
+        return data, agreement
+
+    def spy_clone(model, data, config, seed):
+        refits.append(len(data))
+        return real_clone(model, data, config, seed)
+
+    monkeypatch.setattr(pretrain, "collect", spy_collect)
+    monkeypatch.setattr(pretrain, "clone", spy_clone)
+    return collected, refits
+
+
+def test_dagger_rounds_label_the_students_own_positions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Distillation end to end on a tiny budget: the rule player cloned, then a small search expert's DAgger rounds."""
+    collected, refits = _spy_on_warm_start(monkeypatch)
+    expert = "test_privileged:small_search"
     config = parse_config({**TINY, "name": "distil", "total_timesteps": 128, "eval": {**TINY["eval"], "every": 0},
                            "policy": {"net_arch": [16]},
-                           "pretrain": {"teacher": "test_privileged:small_search", "games": 4, "epochs": 2,
-                                        "rounds": 3}})
+                           "pretrain": {"teacher": "rule", "games": 6, "epochs": 2, "rounds": 3, "expert": expert,
+                                        "expert_games": 3}})
     folder = tmp_path / "distil"
     train(config, folder, quiet=True)
+    # Round 1: the teacher plays and labels; rounds 2 and 3: the student plays, the expert labels.
+    rounds = [(labeller, student) for labeller, student, _ in collected]
+    assert rounds == [("rule", False), (expert, True), (expert, True)]
+    # The refits after round 1 use the expert's labels only, pooled over the rounds.
+    assert refits == [collected[0][2], collected[1][2], collected[1][2] + collected[2][2]]
     metrics = json.loads((folder / "run_info.json").read_text())["pretrain"]
-    assert 0 <= metrics["student_agreement"] <= 1
-    # Three rounds of 4 games each were pooled: more examples than one round gives.
-    one_round, _ = collect(config, seed=0)
-    assert metrics["examples"] > 2 * len(one_round)
+    assert metrics["examples"] == refits[-1] and 0 <= metrics["student_agreement"] <= 1
+
+
+def test_dagger_with_the_teacher_as_expert_pools_every_round(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    collected, refits = _spy_on_warm_start(monkeypatch)
+    config = parse_config({**TINY, "name": "dagger", "total_timesteps": 128, "eval": {**TINY["eval"], "every": 0},
+                           "policy": {"net_arch": [16]},
+                           "pretrain": {"teacher": "rule", "games": 4, "epochs": 2, "rounds": 3}})
+    train(config, tmp_path / "dagger", quiet=True)
+    sizes = [n for _, _, n in collected]
+    assert [student for _, student, _ in collected] == [False, True, True]
+    assert refits == [sizes[0], sizes[0] + sizes[1], sum(sizes)]  # the teacher's first round stays in the pool

@@ -106,13 +106,16 @@ class SelfPlayConfig:
 class PretrainConfig:
     """Imitation of a teacher before PPO (``train.pretrain``); off while ``teacher`` is null.
 
-    ``games`` are played per round; round 1 is behaviour cloning, each further round a DAgger round (the
-    student plays, the teacher labels its positions, the student is refit on every label so far).
+    Round 1 is behaviour cloning of ``teacher`` on ``games`` games; each further round is a DAgger round: the
+    student plays ``expert_games`` games (default: ``games``), ``expert`` (default: the teacher; e.g. ``search``
+    to distil the search player) labels its positions, and the student is refit on every label the expert gave.
     """
 
     teacher: str | None = None
     games: int = field(default=2000, metadata=_check(_positive))
     rounds: int = field(default=1, metadata=_check(_positive))
+    expert: str | None = None
+    expert_games: int | None = field(default=None, metadata=_check(_positive))
     epochs: int = field(default=10, metadata=_check(_positive))
     learning_rate: float = field(default=1e-3, metadata=_check(_positive))
     batch_size: int = field(default=256, metadata=_check(_positive))
@@ -310,10 +313,11 @@ def _validate(config: TrainConfig) -> None:
     if previous != 1.0:
         raise ConfigError(f"opponents[{len(config.opponents) - 1}].until must be 1.0 (the last phase ends the run), "
                           f"got {previous!r}")
-    teacher = config.pretrain.teacher
-    problem = None if teacher is None else validate_spec(teacher)
-    if problem:
-        raise ConfigError(f"pretrain.teacher: unknown player {teacher!r}: {problem}")
+    for key in ("teacher", "expert"):
+        spec = getattr(config.pretrain, key)
+        problem = None if spec is None else validate_spec(spec)
+        if problem:
+            raise ConfigError(f"pretrain.{key}: unknown player {spec!r}: {problem}")
     if not config.eval.opponents:  # the evaluations pick the best model by the mean over these
         raise ConfigError("eval.opponents must name at least one opponent, got []")
     for i, name in enumerate(config.eval.opponents):

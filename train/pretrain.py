@@ -103,14 +103,16 @@ class Demonstrations:
             (other.observations, other.masks, other.actions, other.returns), strict=True)))
 
 
-def collect(config: TrainConfig, seed: int, student: Policy | None = None) -> tuple[Demonstrations, float]:
-    """Play ``config.pretrain.games`` games against the first phase's opponents, the teacher labelling every move.
+def collect(config: TrainConfig, seed: int, student: Policy | None = None, labeller: str | None = None,
+            games: int | None = None) -> tuple[Demonstrations, float]:
+    """Play ``games`` games against the first phase's opponents, ``labeller`` labelling every move.
 
-    The teacher's moves are played, or with ``student`` the student's. Returns the demonstrations and how
-    often the moves played agreed with the teacher's on decisions with a choice (1.0 without a student).
+    ``labeller`` and ``games`` default to ``pretrain.teacher`` and ``pretrain.games``. The labeller's moves
+    are played, or with ``student`` the student's. Returns the demonstrations and how often the moves played
+    agreed with the labeller's on decisions with a choice (1.0 without a student).
     """
     mix = {name: weight for name, weight in config.opponents[0].mix.items() if name != SELF} or {"random": 1.0}
-    recorder = _Recorder(resolve_policy(config.pretrain.teacher), config.env.belief,
+    recorder = _Recorder(resolve_policy(labeller or config.pretrain.teacher), config.env.belief,
                          privileged=config.policy.critic == "privileged", student=student)
     # The mix's checkpoints get observations encoded with the belief they were trained with; named players
     # ignore the encoding.
@@ -118,7 +120,7 @@ def collect(config: TrainConfig, seed: int, student: Policy | None = None) -> tu
     gamma = config.ppo.gamma
     rng = np.random.default_rng(seed)
     observations, masks, actions, returns = [], [], [], []
-    for game in range(config.pretrain.games):
+    for game in range(config.pretrain.games if games is None else games):
         seat = game % 2
         seats = (recorder, opponent) if seat == 0 else (opponent, recorder)
         result = play_game(seats, int(rng.integers(2**62)), first_player=int(rng.integers(2)),
@@ -137,20 +139,31 @@ def collect(config: TrainConfig, seed: int, student: Policy | None = None) -> tu
 def warm_start(model: Any, config: TrainConfig, seed: int) -> dict[str, float]:
     """Behaviour cloning, then ``pretrain.rounds - 1`` DAgger rounds (module docstring); returns the metrics.
 
-    Metrics: those of the last :func:`clone`, the number of ``examples`` pooled, and (after a DAgger round)
-    ``student_agreement``: how often the student's own moves matched the teacher's in the last round's games,
+    The DAgger rounds' labels come from ``pretrain.expert`` (default: the teacher), ``expert_games`` games a
+    round (default: ``games``). Each refit continues from the student's current weights on every label the
+    expert gave so far, the first round's included when the expert is the teacher. So a cheap teacher (the rule
+    player, thousands of games) can start the student and a costly expert (the search player, a few hundred
+    games) correct it where they disagree.
+
+    Metrics: those of the last :func:`clone`, the number of ``examples`` in it, and (after a DAgger round)
+    ``student_agreement``: how often the student's own moves matched the expert's in the last round's games,
     before that round's refit.
     """
+    settings = config.pretrain
     data, _ = collect(config, seed)
     metrics = clone(model, data, config, seed)
-    for round_ in range(1, config.pretrain.rounds):
+    expert = settings.expert or settings.teacher
+    if expert != settings.teacher:
+        data = None  # the teacher's labels are not the expert's: refit on the expert's alone
+    for round_ in range(1, settings.rounds):
         public_size = getattr(model.policy, "public_size", model.observation_space.shape[0])  # agents.privileged
         student = PPOPolicy(model.policy, belief=config.env.belief, observation_size=public_size, deterministic=False)
-        more, agreement = collect(config, seed + round_, student=student)
-        data = data + more
+        more, agreement = collect(config, seed + round_, student=student, labeller=expert,
+                                  games=settings.expert_games or settings.games)
+        data = more if data is None else data + more
         metrics = clone(model, data, config, seed + round_)
         metrics["student_agreement"] = agreement
-    metrics["examples"] = len(data)
+    metrics["examples"] = len(data) if data is not None else 0
     return metrics
 
 
