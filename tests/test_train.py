@@ -202,6 +202,8 @@ def test_pretrain_clones_the_rule_player(tmp_path: Path):
     train(config, folder, quiet=True)
     metrics = json.loads((folder / "run_info.json").read_text())["pretrain"]
     assert metrics["agreement"] > 0.6, metrics  # the student picks the teacher's move on most real choices
+    # The warm-started model before any PPO step is kept, so what PPO adds can be measured.
+    assert read_settings(folder / "checkpoints" / "step_000000000.zip")["steps"] == 0
     assert metrics["actor_loss"] > 0 and metrics["critic_loss"] >= 0 and metrics["seconds"] >= 0
     tags = scalars(folder)
     assert tags["pretrain/agreement"] == [(0, pytest.approx(metrics["agreement"]))]

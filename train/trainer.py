@@ -4,7 +4,8 @@ A run writes everything to one folder::
 
     RUN_DIR/config.yaml          the resolved config (every key, defaults filled in)
     RUN_DIR/command.txt          each command line that worked on this run (train, resume)
-    RUN_DIR/checkpoints/         step_000050000.zip ... (model, optimizer, step counter, env settings)
+    RUN_DIR/checkpoints/         step_000050000.zip ... (model, optimizer, step counter, env settings);
+                                 with a warm start also step_000000000.zip, the model before PPO
     RUN_DIR/best_model.zip       the checkpoint with the best mean evaluation win rate
     RUN_DIR/evaluations.jsonl    one line per evaluation during training
     RUN_DIR/final_eval.json/.md  the final evaluation of the best model, on fresh deals
@@ -376,6 +377,8 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
     if pretrain_metrics:
         model.logger.dump(0)
     callback.record = SessionRecord(run_dir, start_step, pretrain_metrics)
+    if pretrain_metrics:
+        callback.save_checkpoint()  # step 0: the warm start alone, so what PPO adds to it can be measured
     try:
         callback.sync_opponents()
         remaining = config.total_timesteps - model.num_timesteps
