@@ -9,7 +9,9 @@ from its last checkpoint). Every run ends with its own final evaluation (``eval.
 per opponent, on deals not used to pick its checkpoint). The script prints a Markdown table per opponent:
 each seed's win rate, and per belief the mean over seeds with a 95% t-interval over seeds (the spread
 between training runs, which is what decides whether a belief setting trains better agents), next to the
-mean of the per-run evaluation CIs' half widths (the evaluation noise alone).
+mean of the per-run evaluation CIs' half widths (the evaluation noise alone). Under each table, every
+belief's difference from the first one (the lift), with a 95% Welch t-interval over the seeds' win rates
+(scipy), which carries both the training spread and the evaluation noise.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from scipy import stats
 
 from train.config import ConfigError, load_config
 from train.evaluate import t_quantile_975
@@ -63,8 +66,23 @@ def table(finals: dict, beliefs: list[str], seeds: list[int]) -> str:
             out.append(f"| {belief} | " + " | ".join(f"{x:.1%}" for x in rates)
                        + f" | {rates.mean():.1%} | {rates.mean() - half:.1%} - {rates.mean() + half:.1%}"
                        + f" | {eval_half:.1%} |")
+        if len(seeds) > 1:
+            out += ["", f"| lift over `{beliefs[0]}` | difference of means | 95% CI (Welch, over seeds) |",
+                    "| --- | ---: | ---: |"]
+            base = _rates(finals, beliefs[0], seeds, opponent)
+            for belief in beliefs[1:]:
+                rates = _rates(finals, belief, seeds, opponent)
+                interval = stats.ttest_ind(rates, base, equal_var=False).confidence_interval(0.95)
+                out.append(f"| {belief} | {rates.mean() - base.mean():+.1%} | "
+                           f"{interval.low:+.1%} .. {interval.high:+.1%} |")
         out.append("")
     return "\n".join(out)
+
+
+def _rates(finals: dict, belief: str, seeds: list[int], opponent: str) -> np.ndarray:
+    """The final win rates of one belief setting's runs against one opponent, in seed order."""
+    return np.array([next(r["win_rate"] for r in finals[belief, s]["results"] if r["opponent"] == opponent)
+                     for s in seeds])
 
 
 def main(argv: list[str] | None = None) -> int:

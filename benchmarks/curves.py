@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
                 axis.fill_between(x, low, high, color=line.get_color(), alpha=0.15)
         for column, xlabel in enumerate(("PPO steps (millions)", "training time (minutes)")):
             axis = axes[row][column]
-            axis.axhline(50 if opponent == "rule" else 64.5, color="grey", linewidth=0.8, linestyle="--")
+            axis.axhline(50 if opponent == "rule" else 65.2, color="grey", linewidth=0.8, linestyle="--")
             axis.set_xlabel(xlabel)
             axis.set_ylabel(f"win rate vs {opponent} (%)")
             axis.grid(alpha=0.3)
