@@ -159,15 +159,21 @@ class Outcome:
     detail: str
 
 
-def copy_project(destination: Path, worktree: bool) -> None:
-    """The project's files at ``destination``: the committed tree, or the working tree (no .git, .venv, runs)."""
+def copy_project(destination: Path, worktree: bool) -> str:
+    """The project's files at ``destination``: the committed tree, or the working tree (no .git, .venv, runs).
+
+    Returns what was copied (``HEAD <commit>`` or ``working tree``), fixed now: HEAD may move during a long run.
+    """
     if worktree:
         ignore = shutil.ignore_patterns(".git", ".venv", "runs", "__pycache__", ".pytest_cache", ".ruff_cache",
                                         "*.egg-info")
         shutil.copytree(ROOT, destination, ignore=ignore, dirs_exist_ok=True)
-        return
-    archive = subprocess.run(["git", "archive", "HEAD"], cwd=ROOT, check=True, capture_output=True).stdout
+        return "working tree"
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True, capture_output=True,
+                            text=True).stdout.strip()
+    archive = subprocess.run(["git", "archive", commit], cwd=ROOT, check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(destination)], input=archive, check=True)
+    return f"HEAD {commit}"
 
 
 def run_tests(tree: Path, tests: tuple[str, ...], timeout: int) -> tuple[int, str, float]:
@@ -198,12 +204,12 @@ def apply(tree: Path, mutation: Mutation) -> str | None:
     return original
 
 
-def check(mutations: list[Mutation], worktree: bool, timeout: int) -> list[Outcome]:
-    """Run every mutation (module docstring); a failing unmutated baseline stops everything."""
+def check(mutations: list[Mutation], worktree: bool, timeout: int) -> tuple[str, list[Outcome]]:
+    """Run every mutation (module docstring); what was copied, and the outcomes. A failing baseline stops all."""
     outcomes = []
     with tempfile.TemporaryDirectory(prefix="uno-mutations-") as folder:
         tree = Path(folder)
-        copy_project(tree, worktree)
+        source = copy_project(tree, worktree)
         all_tests = tuple(sorted({test for m in mutations for test in m.tests}))
         code, last, seconds = run_tests(tree, all_tests, timeout)
         print(f"baseline ({len(all_tests)} test files): exit {code} in {seconds:.0f} s: {last}", flush=True)
@@ -223,7 +229,7 @@ def check(mutations: list[Mutation], worktree: bool, timeout: int) -> list[Outco
             outcomes.append(outcome)
             print(f"{outcome.status:8} {outcome.seconds:6.1f} s  [{mutation.area}] {mutation.name}: {outcome.detail}",
                   flush=True)
-    return outcomes
+    return source, outcomes
 
 
 def table(outcomes: list[Outcome]) -> str:
@@ -266,13 +272,11 @@ def main(argv: list[str] | None = None) -> int:
         for m in mutations:
             print(f"[{m.area}] {m.name} ({m.path}){'  issue 17' if m.issue17 else ''}")
         return 0
-    outcomes = check(mutations, args.worktree, args.timeout)
+    source, outcomes = check(mutations, args.worktree, args.timeout)
     result = table(outcomes)
     print(result)
     if args.write:
         when = time.strftime("%Y-%m-%d")
-        source = "working tree" if args.worktree else "HEAD " + subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
         write_doc(f"Last run: {when}, on {source}, `python benchmarks/mutations.py --write`.\n\n{result}")
     return 0 if all(o.status == "caught" for o in outcomes) else 1
 
