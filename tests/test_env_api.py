@@ -142,7 +142,7 @@ def test_illegal_action_default_is_a_loss():
     assert obs in env.observation_space
 
 
-@pytest.mark.parametrize("action", [61, -1, 1000, "play", None])
+@pytest.mark.parametrize("action", [61, -1, 1000, np.int64(-5), np.array(99)])
 def test_out_of_range_actions_are_illegal(action):
     env = UnoEnv()
     env.reset(seed=0)

@@ -17,6 +17,9 @@ Everything here is a constant or a pure function; the engine and the encoders sh
 
 from __future__ import annotations
 
+import operator
+import reprlib
+
 COLOURS: tuple[str, ...] = ("red", "green", "blue", "yellow")
 RANKS: tuple[str, ...] = (
     "0", "1", "2", "3", "4", "5", "6", "7", "8", "9",
@@ -105,6 +108,33 @@ def card_actions(card: int) -> tuple[int, ...]:
         return (card_colour(card) * 15 + card_rank(card),)
     rank = card_rank(card)
     return tuple(colour * 15 + rank for colour in range(4))
+
+
+_SHORT = reprlib.Repr()  # Python 3.11's Repr takes no keyword arguments
+_SHORT.maxstring = _SHORT.maxother = 60
+
+
+def short_repr(value: object) -> str:
+    """``repr(value)`` cut to about 60 characters, for error messages that name a bad value."""
+    return _SHORT.repr(value)
+
+
+def as_action(action: object) -> int:
+    """``action`` as a Python int if it is an integer: a Python or numpy integer, or a 0-d integer array.
+
+    Anything else (a float, even 4.0, a string, bytes, a bool, None, an array of another shape) raises
+    ``TypeError`` naming the value: ``int(4.3)`` or ``int("4")`` would silently play action 4.
+    The value is not range-checked here: an integer that is not a legal action is the env's business.
+    """
+    # operator.index is Python's own "is this an integer" protocol: it takes numpy integers and 0-d integer
+    # arrays and refuses floats, strings and bool arrays; a Python bool is an int to it, so it is refused first.
+    if not isinstance(action, bool):
+        try:
+            return operator.index(action)
+        except TypeError:
+            pass
+    raise TypeError(f"an action must be an integer in 0..{NUM_ACTIONS - 1} (a Python or numpy int, "
+                    f"or a 0-d integer array), got {short_repr(action)} of type {type(action).__name__}")
 
 
 def action_name(action: int) -> str:

@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from uno_env.cards import CARD_NAMES, COLOURS, NUM_ACTIONS, action_name
+from uno_env.cards import CARD_NAMES, COLOURS, NUM_ACTIONS, action_name, as_action
 from uno_env.game import Game, IllegalActionError
 from uno_env.observation import PRIVILEGED_HIGH, SeatObserver, encode_privileged
 from uno_env.opponents import Policy, make_policy
@@ -58,7 +58,9 @@ class UnoEnv(gym.Env):
       opponent's hand in the observation (:mod:`uno_env.belief`). ``n_particles`` sets the filter size.
     * ``dict_obs``: a ``Dict`` observation instead of the flat ``Box``.
     * ``illegal_action``: ``"lose"`` (default, as PettingZoo and pgx) or ``"raise"``
-      (:class:`~uno_env.game.IllegalActionError`, the game state unchanged).
+      (:class:`~uno_env.game.IllegalActionError`, the game state unchanged). An integer outside 0..60 is
+      an illegal action; a value that is not an integer (a float, even ``4.0``, a string, bytes, a bool,
+      ``None``, an array other than a 0-d integer one) raises ``TypeError`` naming it, in either mode.
     * ``render_mode``: ``None``; ``"ansi"`` (``render()`` returns a text picture of the table from the
       agent's side); ``"rgb_array"`` (a ``uint8`` array of shape ``(480, 720, 3)``: both hands as the agent
       may see them, top card, colour in force, pile and deck sizes, the last events; :mod:`uno_env.render`),
@@ -157,10 +159,7 @@ class UnoEnv(gym.Env):
             raise RuntimeError("call reset() before step()")
         if game.done:  # stepping a finished game changes nothing
             return self._obs_copy(), 0.0, True, False, self._info()
-        try:
-            action = int(action)
-        except (TypeError, ValueError):
-            action = -1
+        action = as_action(action)  # a TypeError for anything but an integer, whatever illegal_action says
         if not game.is_legal(action):
             if self.illegal_action == "raise":
                 raise IllegalActionError(game.illegal_reason(action))

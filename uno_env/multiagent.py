@@ -64,7 +64,9 @@ yellow; ranks 0-9, skip, reverse, draw2; rank 13/14 plays a wild / wild draw fou
 With ``illegal_action="lose"`` (the default, as in ``Uno-v0``) an illegal action ends the game as a
 loss for the player who made it: it gets -1, the other player +1, and the mover's info has
 ``"illegal_action": True``. With ``illegal_action="raise"`` it raises
-:class:`~uno_env.game.IllegalActionError` and the game is unchanged.
+:class:`~uno_env.game.IllegalActionError` and the game is unchanged. An action that is not an integer
+(a float, string, bytes, bool, ``None`` for a live agent, an array that is not 0-d) raises ``TypeError``
+naming it, whatever ``illegal_action`` says.
 
 ### Rewards
 
@@ -116,7 +118,7 @@ from gymnasium.utils import seeding
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
-from uno_env.cards import CARD_NAMES, COLOURS, NUM_ACTIONS
+from uno_env.cards import CARD_NAMES, COLOURS, NUM_ACTIONS, as_action
 from uno_env.env import render_table
 from uno_env.game import Game, IllegalActionError
 from uno_env.observation import SeatObserver
@@ -226,10 +228,7 @@ class UnoAECEnv(AECEnv):
         game = self._game
         self._cumulative_rewards[agent] = 0.0
         self._clear_rewards()
-        try:
-            action = int(action)
-        except (TypeError, ValueError):
-            action = -1
+        action = as_action(action)  # a TypeError for anything but an integer, whatever illegal_action says
         illegal = not game.is_legal(action)
         if illegal:
             if self.illegal_action == "raise":
