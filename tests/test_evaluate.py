@@ -217,6 +217,8 @@ def test_bradley_terry_two_players():
 def test_checkpoint_settings(checkpoints: dict[str, Path]):
     assert checkpoints["none"].name == "tiny.zip"  # the suffix is added
     settings = read_settings(checkpoints["none"])
+    assert settings.pop("policy") == {"class": "MaskableActorCriticPolicy", "net_arch": {"pi": [16], "vf": [16]},
+                                      "activation": "Tanh", "ortho_init": True, "share_features_extractor": True}
     assert settings == {"belief": "none", "steps": 64, "config": "test", "observation_size": 294, "privileged_size": 0}
     counting = read_settings(checkpoints["counting"])
     assert counting["belief"] == "counting" and counting["observation_size"] > 294

@@ -24,13 +24,13 @@ import fcntl
 import json
 import os
 import platform
-import shutil
+import shlex
 import sys
 import time
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,8 @@ from stable_baselines3.common.logger import configure as configure_logger
 from stable_baselines3.common.utils import LinearSchedule
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
-from agents.ppo import PPOPolicy, load_model, read_settings, save_model
+from agents.files import copy_file, write_text
+from agents.ppo import PPOPolicy, load_model, load_network, read_settings, save_model
 from agents.privileged import PrivilegedCriticPolicy
 from train.config import SELF, ConfigError, TrainConfig, config_to_dict
 from train.evaluate import MatchResult, evaluate, format_table, make_executor
@@ -59,6 +60,40 @@ from uno_env.opponents import Policy
 
 _LOCK = ".lock"
 _SCORE = {"agent": 1.0, "opponent": 0.0, "draw": 0.5}
+
+
+class TrainingInterrupted(Exception):
+    """Training stopped by Ctrl-C or SIGTERM after saving a checkpoint; the message says how to resume."""
+
+
+def read_evaluations(path: Path) -> list[dict[str, Any]]:
+    """The records of ``evaluations.jsonl``; a torn line (a write cut short by a kill) is left out."""
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("step"), int):
+            records.append(record)
+    return records
+
+
+def _set_aside(path: Path, reason: str) -> None:
+    """Rename a file that does not load to ``NAME.broken`` (out of every glob and of the self-play pool), saying so."""
+    path.replace(path.with_name(path.name + ".broken"))
+    print(f"skipped {path} (renamed to {path.name}.broken): {reason}", file=sys.stderr, flush=True)
+
+
+def _checkpoint_problem(path: Path) -> str | None:
+    """Why a checkpoint of this run does not load (read without unpickling), or None."""
+    try:
+        load_network(path, read_settings(path, trusted=False), trusted=False)
+    except (ValueError, OSError) as error:
+        return str(error)
+    return None
 
 
 class CardCountShaping(gym.Wrapper):
@@ -174,8 +209,7 @@ class RunCallback(BaseCallback):
         self.mix: dict[str, float] | None = None
         # On resume, the evaluations so far: the best to beat, and the step already evaluated (a run resumed
         # when already finished must not evaluate its last checkpoint a second time).
-        evaluations = run_dir / "evaluations.jsonl"
-        records = [json.loads(line) for line in evaluations.read_text().splitlines()] if evaluations.exists() else []
+        records = read_evaluations(run_dir / "evaluations.jsonl")
         self.best = max((r["mean_win_rate"] for r in records), default=-1.0)
         self.last_eval_step = max((r["step"] for r in records), default=-1)
         self.record: SessionRecord | None = None  # set by train(): this session's entry in run_info.json
@@ -212,8 +246,9 @@ class RunCallback(BaseCallback):
         self.mix = mix
 
     def close(self) -> None:
+        """Stop the evaluation workers (at once, dropping queued games, when training was interrupted)."""
         if self.executor is not None:
-            self.executor.shutdown()
+            self.executor.shutdown(cancel_futures=True)
             self.executor = None
 
     # ------------------------------------------------------------------ SB3 hooks
@@ -270,11 +305,12 @@ class RunCallback(BaseCallback):
             record["train_seconds"] = round(self.record.total_seconds(), 1)
         if quality:
             record["belief"] = quality
+        # An append-only log: one write per record, and a line torn by a kill is dropped when the run resumes.
         with open(self.run_dir / "evaluations.jsonl", "a") as out:
             out.write(json.dumps(record) + "\n")
         if mean > self.best:
             self.best = mean
-            shutil.copyfile(path, self.run_dir / "best_model.zip")
+            copy_file(path, self.run_dir / "best_model.zip")
         self.last_eval_step = self.model.num_timesteps
         return results
 
@@ -308,24 +344,93 @@ def _run_lock(run_dir: Path) -> Iterator[None]:
 
     The lock file goes when the run ends, and so does the folder if this call created it and nothing was
     written: a refused command leaves the disk as it was. (A killed process leaves a stale ``.lock`` file,
-    but not the lock: that goes with the process.)
+    but not the lock: that goes with the process.) Because the file is deleted on release, a process may
+    lock a file that was just deleted while a third one locks its replacement; so a lock only counts if
+    the name still points at the locked file afterwards, and otherwise we try again.
     """
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ConfigError(f"run folder {run_dir} is a file, not a folder")
     created = not run_dir.exists()
     run_dir.mkdir(parents=True, exist_ok=True)
     lock = run_dir / _LOCK
     try:
-        with open(lock, "a") as handle:
+        while True:
+            handle = open(lock, "a")  # noqa: SIM115  (kept open, and locked, for the whole run)
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
+                handle.close()
                 raise ConfigError(f"run folder {run_dir} is in use by another training process") from None
+            try:
+                current = os.stat(lock).st_ino
+            except FileNotFoundError:
+                current = None
+            if current == os.fstat(handle.fileno()).st_ino:
+                break
+            handle.close()  # we locked a deleted lock file: the holder released it; take the new one
+        with handle:
             try:
                 yield
             finally:
-                lock.unlink(missing_ok=True)
+                lock.unlink(missing_ok=True)  # while still locked: nobody can hold the name's new file yet
     finally:
         if created and not any(run_dir.iterdir()):
             run_dir.rmdir()
+
+
+def _resume_checkpoint(run_dir: Path) -> Path:
+    """The newest checkpoint of the run that loads; newer ones that do not are set aside, each with its reason.
+
+    Checkpoints are written atomically, but a run folder from an older version, a disk error or a copy
+    cut short can still hold a torn one; resuming must not need a hand to delete it.
+    """
+    for path in sorted((run_dir / "checkpoints").glob("step_*.zip"), reverse=True):
+        problem = _checkpoint_problem(path)
+        if problem is None:
+            return path
+        _set_aside(path, problem)
+    raise ConfigError(f"cannot resume {run_dir}: none of its checkpoints/step_*.zip loads")
+
+
+def _read_run_info(path: Path) -> dict[str, Any] | None:
+    """``run_info.json``, or None when it is missing or unreadable (a torn file from an older version)."""
+    try:
+        info = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) and isinstance(info.get("sessions"), list) else None
+
+
+def _finished(run_dir: Path) -> bool:
+    """Whether the run's last session ended normally (final evaluation written)."""
+    info = _read_run_info(run_dir / "run_info.json")
+    return bool(info and info["sessions"] and info["sessions"][-1].get("finished"))
+
+
+def _repair_records(run_dir: Path, step: int) -> None:
+    """Before resuming from ``step``: drop torn lines and records after ``step``, set aside a bad best model.
+
+    The session that is resumed may have run past its last checkpoint; what it logged after it is done
+    again, and would otherwise appear twice.
+    """
+    evaluations = run_dir / "evaluations.jsonl"
+    if evaluations.exists():
+        kept = [r for r in read_evaluations(evaluations) if r["step"] <= step]
+        write_text(evaluations, "".join(json.dumps(r) + "\n" for r in kept))
+    best = run_dir / "best_model.zip"
+    if best.exists():
+        problem = _checkpoint_problem(best)
+        if problem is None and read_settings(best)["steps"] > step:
+            problem = f"it is from step {read_settings(best)['steps']:,}, after the checkpoint resumed from"
+        if problem is not None:
+            _set_aside(best, problem)
+            # the best of the evaluations kept, if its checkpoint is still there; else the end of the run picks one
+            records = read_evaluations(evaluations)
+            if records:
+                top = max(records, key=lambda r: r["mean_win_rate"])
+                source = run_dir / "checkpoints" / str(top.get("checkpoint"))
+                if source.is_file() and _checkpoint_problem(source) is None:
+                    copy_file(source, best)
 
 
 def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None, quiet: bool) -> Path:
@@ -343,13 +448,20 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
     start_step = 0
     pretrain_metrics: dict[str, float] = {}
     if resume:
-        last = sorted(checkpoints.glob("step_*.zip"))[-1]
+        last = _resume_checkpoint(run_dir)
         start_step = int(read_settings(last)["steps"])
+        if start_step >= config.total_timesteps and _finished(run_dir):
+            print(f"run {run_dir} is finished ({start_step:,} steps; final evaluation in "
+                  f"{run_dir / 'final_eval.md'}): nothing to do. To train longer, add "
+                  f"--set total_timesteps=N with N > {start_step}.", flush=True)
+            return run_dir
+        _repair_records(run_dir, start_step)
     venv = build_vec_env(config, config.seed + start_step)
     torch.set_num_threads(config.torch_threads)
     common = {"policy_kwargs": _policy_kwargs(config, venv.observation_space.shape[0]), **_ppo_kwargs(config)}
     if resume:
         try:
+            # MaskablePPO.load unpickles: acceptable here only because these are this run's own checkpoints.
             model = load_model(last, env=venv, **common)
         except ValueError as error:  # e.g. --set env.belief=... or policy.net_arch=... unlike the checkpoints
             venv.close()
@@ -360,7 +472,7 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
         model = MaskablePPO(policy, venv, seed=config.seed, device="cpu", verbose=0, **common)
     # Only now record the run: a command that failed above must leave the folder (its config.yaml) as it was.
     checkpoints.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
+    write_text(run_dir / "config.yaml", yaml.safe_dump(config_to_dict(config), sort_keys=False))
     with open(run_dir / "command.txt", "a") as out:
         out.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')}  {command or ' '.join(sys.argv)}\n")
     if not resume and config.pretrain.teacher is not None:
@@ -390,11 +502,19 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
         if config.eval.every and callback.last_eval_step != model.num_timesteps:
             callback.run_evaluation()
         if not (run_dir / "best_model.zip").exists():
-            shutil.copyfile(final, run_dir / "best_model.zip")
+            copy_file(final, run_dir / "best_model.zip")
         results = final_evaluation(config, run_dir, callback)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM turned into one by the command line (train.cli)
+        callback.close()  # the workers first: they may be dead already (a terminal's Ctrl-C reaches them too)
+        saved = callback.save_checkpoint()
+        callback.record.update(int(model.num_timesteps))
+        raise TrainingInterrupted(
+            f"training interrupted at step {model.num_timesteps:,}; saved {saved}. Continue with: "
+            f"uno-train --resume {shlex.quote(str(run_dir))}") from None
     finally:
         callback.close()
-        venv.close()
+        with suppress(OSError, EOFError):  # SubprocVecEnv workers that an interrupt already ended
+            venv.close()
     callback.record.update(int(model.num_timesteps), finished=True)
     if results and not quiet:
         print(f"\nFinal evaluation of {run_dir / 'best_model.zip'} ({config.eval.final_pairs} deal pairs "
@@ -412,10 +532,10 @@ def final_evaluation(config: TrainConfig, run_dir: Path, callback: RunCallback) 
     results = evaluate(str(run_dir / "best_model.zip"), cfg.opponents, cfg.final_pairs, cfg.seed + 1,
                        workers=cfg.workers, n_particles=config.env.n_particles, executor=callback.executor)
     best_step = read_settings(run_dir / "best_model.zip")["steps"]
-    (run_dir / "final_eval.json").write_text(json.dumps(
+    write_text(run_dir / "final_eval.json", json.dumps(
         {"model": "best_model.zip", "model_steps": best_step, "pairs": cfg.final_pairs, "seed": cfg.seed + 1,
          "results": [r.to_dict() for r in results]}, indent=1) + "\n")
-    (run_dir / "final_eval.md").write_text(format_table(results) + "\n")
+    write_text(run_dir / "final_eval.md", format_table(results) + "\n")
     for r in results:
         callback.logger.record(f"final/win_rate/{r.opponent}", r.score)
     callback.logger.dump(callback.model.num_timesteps)
@@ -433,7 +553,7 @@ class SessionRecord:
         self.path = run_dir / "run_info.json"
         self.start_step = start_step
         self.pretrain = pretrain
-        self.info = json.loads(self.path.read_text()) if self.path.exists() else {"machine": machine(), "sessions": []}
+        self.info = _read_run_info(self.path) or {"machine": machine(), "sessions": []}
         self.index = len(self.info["sessions"])
         self.started = time.perf_counter()
         self.seconds = 0.0
@@ -458,4 +578,4 @@ class SessionRecord:
                  "finished": finished}
         self.info["sessions"][self.index:] = [entry]
         self.info["total_train_seconds"] = round(sum(s["train_seconds"] for s in self.info["sessions"]), 1)
-        self.path.write_text(json.dumps(self.info, indent=1) + "\n")
+        write_text(self.path, json.dumps(self.info, indent=1) + "\n")

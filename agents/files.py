@@ -1,0 +1,49 @@
+"""Atomic file writes: a file appears whole under its name or not at all.
+
+Checkpoints, the best model and a run's records are written through :func:`atomic_path`: the content goes
+to a temporary name in the same folder (so the final ``os.replace`` is a rename within one file system,
+atomic on POSIX and Windows), is flushed to disk, and only then takes the final name. A process killed
+mid-write, or a full disk, leaves the previous file (or none) and at worst a hidden ``.*.tmp*`` file,
+never a torn file under the real name.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; on success it is synced and renamed to ``path``.
+
+    The temporary name keeps the suffix (SB3's ``save`` appends ``.zip`` to a path without it) and starts with
+    a dot, so globs like ``step_*.zip`` never see it. On an exception the temporary file is removed and
+    ``path`` is untouched.
+    """
+    path = Path(path)
+    temporary = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
+    try:
+        yield temporary
+        with open(temporary, "rb+") as handle:
+            os.fsync(handle.fileno())  # the data on disk before the name points at it
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically (:func:`atomic_path`)."""
+    with atomic_path(path) as temporary:
+        temporary.write_text(text)
+    return Path(path)
+
+
+def copy_file(source: str | Path, path: str | Path) -> Path:
+    """Copy ``source`` to ``path`` atomically (:func:`atomic_path`)."""
+    with atomic_path(path) as temporary:
+        shutil.copyfile(source, temporary)
+    return Path(path)
