@@ -13,7 +13,9 @@ The run folder's layout is described in :mod:`train.trainer`; the config keys in
 
 from __future__ import annotations
 
+import errno
 import shlex
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -21,13 +23,21 @@ from pathlib import Path
 
 from train.config import ConfigError, load_config
 from train.shipped import find_config
-from train.trainer import train
+from train.trainer import TrainingInterrupted, train
 
 DEFAULT_CONFIG = "configs/default.yaml"
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM handler: stop training the way Ctrl-C does (checkpoint, workers stopped, the resume command)."""
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse the command line, validate the config, train; exit status 2 on a config error."""
+    """Parse the command line, validate the config, train; exit status 2 on a config error.
+
+    Ctrl-C or SIGTERM saves a checkpoint, stops the workers and prints the ``--resume`` command (status 130).
+    """
     import argparse
 
     parser = argparse.ArgumentParser(prog="uno-train", description=__doc__.split("\n\n")[0],
@@ -43,6 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no final table")
     args = parser.parse_args(argv)
     command = shlex.join(["uno-train", *(sys.argv[1:] if argv is None else argv)])
+    run_dir: Path | None = None
     try:
         if args.resume:
             if args.config or args.run_dir:
@@ -53,9 +64,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             config = load_config(find_config(args.config or DEFAULT_CONFIG), args.overrides)
             run_dir = args.run_dir or args.runs_root / f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}"
         print(f"run folder: {run_dir}", flush=True)
-        train(config, run_dir, resume=bool(args.resume), command=command, quiet=args.quiet)
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+        try:
+            train(config, run_dir, resume=bool(args.resume), command=command, quiet=args.quiet)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
     except ConfigError as error:
         print(f"uno-train: config error: {error}", file=sys.stderr)
+        return 2
+    except TrainingInterrupted as interrupted:
+        print(f"uno-train: {interrupted}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:  # before the run had a model to save
+        print("uno-train: interrupted before training started; nothing was saved", file=sys.stderr)
+        return 130
+    except OSError as error:
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        # Every file of a run is written atomically, so a full disk leaves the run as it was at its last save.
+        resume = args.resume or run_dir
+        print(f"uno-train: disk full writing {error.filename or 'the run folder'}; free some space, then continue "
+              f"with: uno-train --resume {shlex.quote(str(resume))}", file=sys.stderr)
         return 2
     return 0
 

@@ -1,0 +1,372 @@
+"""Issue 11: a run folder no fault breaks, checkpoints that load without running code, interrupts.
+
+Each test reproduces a failure the issue lists (it fails on the code before the fix): a save cut short,
+torn files in a run folder, crafted checkpoint zips, the run-folder lock's release race, Ctrl-C and
+SIGTERM during training, resuming a finished run, and kill -9 at random moments of a tiny run.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import errno
+import fcntl
+import json
+import os
+import pickle
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+import cloudpickle
+import pytest
+import torch
+import yaml
+from sb3_contrib import MaskablePPO
+
+import train.trainer as trainer
+from agents.files import atomic_path
+from agents.ppo import TRUST_VARIABLE, PPOPolicy, load_network, read_settings, save_model
+from train.cli import main
+from train.config import ConfigError, parse_config
+from uno_env.env import UnoEnv
+
+ROOT = Path(__file__).resolve().parents[1]
+SETTINGS = {"belief": "none", "steps": 0, "config": "test"}
+TINY: dict[str, Any] = {
+    "name": "tiny", "seed": 0, "total_timesteps": 256, "n_envs": 2, "vec_env": "dummy", "checkpoint_every": 128,
+    "progress_bar": False, "ppo": {"n_steps": 64, "batch_size": 64, "n_epochs": 1}, "policy": {"net_arch": [16]},
+    "opponents": [{"mix": {"random": 1}}],
+    "eval": {"every": 128, "pairs": 2, "final_pairs": 2, "opponents": ["random"], "workers": 1, "belief_games": 0},
+}
+
+
+def tiny(**changes: Any) -> dict[str, Any]:
+    """A tiny config (a few hundred steps of a 16-unit network), top-level keys replaced, sections merged."""
+    data = copy.deepcopy(TINY)
+    for key, value in changes.items():
+        if isinstance(value, dict):
+            data[key].update(value)
+        else:
+            data[key] = value
+    return data
+
+
+class Payload:
+    """Unpickling this creates the file ``marker``: what a crafted checkpoint could do instead."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return open, (self.marker, "w")
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    model = MaskablePPO("MlpPolicy", UnoEnv(), n_steps=32, batch_size=32, policy_kwargs={"net_arch": [8]},
+                        device="cpu", seed=0)
+    return save_model(model, tmp_path_factory.mktemp("ckpt") / "tiny.zip", SETTINGS)
+
+
+def rewrite(source: Path, target: Path, **members: bytes | None) -> Path:
+    """A copy of the zip ``source`` with members replaced (bytes) or removed (None)."""
+    with zipfile.ZipFile(source) as old, zipfile.ZipFile(target, "w") as new:
+        for name in old.namelist():
+            if name not in members:
+                new.writestr(name, old.read(name))
+        for name, content in members.items():
+            if content is not None:
+                new.writestr(name, content)
+    return target
+
+
+def member(path: Path, name: str) -> bytes:
+    with zipfile.ZipFile(path) as archive:
+        return archive.read(name)
+
+
+# ------------------------------------------------------------------------------------ atomic writes
+def test_a_save_cut_short_leaves_no_torn_file(checkpoint: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    model = MaskablePPO("MlpPolicy", UnoEnv(), n_steps=32, batch_size=32, policy_kwargs={"net_arch": [8]},
+                        device="cpu")
+    target = tmp_path / "step.zip"
+
+    def full_disk(path: Any) -> None:
+        Path(path).write_bytes(b"PK\x03\x04 half a zip")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(model, "save", full_disk)
+    with pytest.raises(OSError):
+        save_model(model, target, SETTINGS)
+    assert list(tmp_path.iterdir()) == []  # neither a torn step.zip nor a temporary file
+    shutil.copyfile(checkpoint, target)
+    with pytest.raises(OSError):
+        save_model(model, target, SETTINGS)
+    assert target.read_bytes() == checkpoint.read_bytes() and len(list(tmp_path.iterdir())) == 1
+
+
+def test_atomic_path_replaces_only_on_success(tmp_path: Path):
+    target = tmp_path / "run_info.json"
+    target.write_text("old")
+    with pytest.raises(RuntimeError), atomic_path(target) as temporary:
+        temporary.write_text("new but")
+        raise RuntimeError("killed")
+    assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["run_info.json"]
+    with atomic_path(target) as temporary:
+        temporary.write_text("new")
+    assert target.read_text() == "new"
+
+
+# ------------------------------------------------------------------------------------ safe loading
+def test_a_crafted_pickle_in_data_does_not_run(checkpoint: Path, tmp_path: Path):
+    marker = tmp_path / "pwned"
+    data = json.loads(member(checkpoint, "data"))
+    data["lr_schedule"][":serialized:"] = base64.b64encode(pickle.dumps(Payload(marker))).decode()
+    crafted = rewrite(checkpoint, tmp_path / "crafted.zip", data=json.dumps(data).encode())
+    policy = PPOPolicy.load(crafted)  # rebuilt from uno_env.json: data's pickles are never touched
+    assert not marker.exists() and policy.observation_size == 294
+    with suppress(Exception):  # whatever SB3 makes of the payload's result, the payload has run
+        MaskablePPO.load(crafted, device="cpu")
+    assert marker.exists()  # what the old loader (MaskablePPO.load) did
+
+
+def test_a_pickle_in_policy_pth_is_refused(checkpoint: Path, tmp_path: Path):
+    marker = tmp_path / "pwned"
+    crafted = tmp_path / "crafted.zip"
+    with open(tmp_path / "evil.pth", "wb") as out:
+        torch.save({"weights": Payload(marker)}, out)
+    rewrite(checkpoint, crafted, **{"policy.pth": (tmp_path / "evil.pth").read_bytes()})
+    with pytest.raises(ValueError, match="policy.pth does not load") as raised:
+        PPOPolicy.load(crafted)
+    assert not marker.exists() and str(crafted) in str(raised.value)
+
+
+def test_shipped_and_older_checkpoints_load_without_unpickling(checkpoint: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch):
+    # A checkpoint saved before uno_env.json recorded the network: the plain JSON fields of SB3's data suffice.
+    settings = json.loads(member(checkpoint, "uno_env.json"))
+    del settings["policy"]
+    older = rewrite(checkpoint, tmp_path / "older.zip", **{"uno_env.json": json.dumps(settings).encode()})
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("unpickled")
+
+    monkeypatch.setattr(cloudpickle, "loads", refuse)
+    monkeypatch.setattr(pickle, "loads", refuse)
+    for path in (older, ROOT / "models" / "ppo-none" / "model.zip"):
+        network = PPOPolicy.load(path).network
+        assert network.net_arch["pi"] and network.optimizer is None
+
+
+def test_a_zip_that_needs_unpickling_is_refused_unless_trusted(checkpoint: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch):
+    settings = json.loads(member(checkpoint, "uno_env.json"))
+    del settings["policy"]
+    data = json.loads(member(checkpoint, "data"))
+    data["policy_kwargs"]["features_extractor_class"] = "<class 'somewhere.Custom'>"
+    custom = rewrite(checkpoint, tmp_path / "custom.zip", data=json.dumps(data).encode(),
+                     **{"uno_env.json": json.dumps(settings).encode()})
+    with pytest.raises(ValueError, match=f"cannot be loaded safely.*{TRUST_VARIABLE}=1"):
+        PPOPolicy.load(custom)
+    assert PPOPolicy.load(custom, trusted=True).observation_size == 294
+    plain = rewrite(checkpoint, tmp_path / "plain.zip", **{"uno_env.json": None})  # a third-party SB3 zip
+    with pytest.raises(ValueError, match=f"has no uno_env.json.*{TRUST_VARIABLE}=1"):
+        PPOPolicy.load(plain)
+    monkeypatch.setenv(TRUST_VARIABLE, "1")
+    assert PPOPolicy.load(plain).belief == "none"
+
+
+@pytest.mark.parametrize("members, message", [
+    ({"policy.pth": None}, "has no policy.pth"),
+    ({"uno_env.json": None}, "has no uno_env.json"),
+    ({"uno_env.json": b"{}"}, "belief must be one of"),
+    ({"uno_env.json": b"[]"}, "not an object"),
+    ({"uno_env.json": b"\xff\xfe garbage"}, "not JSON"),
+    ({"uno_env.json": b"[" * 100_000}, "not JSON"),
+    ({"uno_env.json": json.dumps({"belief": "none", "observation_size": 10**12}).encode()}, "observation_size"),
+    ({"policy.pth": b"garbage"}, "policy.pth does not load"),
+    ({"policy.pth": b"{}"}, "policy.pth does not load"),
+], ids=lambda v: str(v)[:40])
+def test_crafted_zips_are_refused_with_a_message(checkpoint: Path, tmp_path: Path, members: dict, message: str):
+    crafted = rewrite(checkpoint, tmp_path / "crafted.zip", **members)
+    with pytest.raises(ValueError, match=message) as raised:
+        PPOPolicy.load(crafted)
+    assert str(crafted) in str(raised.value) and len(str(raised.value)) < 600
+
+
+def test_crafted_architectures_are_bounded(checkpoint: Path, tmp_path: Path):
+    settings = json.loads(member(checkpoint, "uno_env.json"))
+    for change in ({"net_arch": {"pi": [10**9], "vf": [8]}}, {"activation": "os.system"}, {"class": "Evil"}):
+        crafted = rewrite(checkpoint, tmp_path / "crafted.zip", **{
+            "uno_env.json": json.dumps(dict(settings, policy=dict(settings["policy"], **change))).encode()})
+        with pytest.raises(ValueError, match="cannot be loaded safely"):
+            load_network(crafted)
+
+
+# ------------------------------------------------------------------------------------ the run folder
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("runs") / "tiny"
+    trainer.train(parse_config(tiny()), folder, quiet=True)
+    return folder
+
+
+def test_resume_skips_a_torn_checkpoint_and_repairs_the_logs(finished: Path, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture):
+    run = tmp_path / "tiny"
+    shutil.copytree(finished, run)
+    (run / "checkpoints" / "step_000000256.zip").write_bytes(b"")  # a kill during an old-style save
+    with open(run / "evaluations.jsonl", "a") as out:
+        out.write('{"step": 384, "mean_win')  # a torn last line
+    (run / "run_info.json").write_text((run / "run_info.json").read_text()[:40])  # truncated
+    best = run / "best_model.zip"
+    best.write_bytes(best.read_bytes()[:1000])  # truncated by a full disk
+    assert main(["--resume", str(run), "--set", "total_timesteps=384", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "skipped" in err and "step_000000256.zip" in err and "not a valid checkpoint" in err
+    assert (run / "checkpoints" / "step_000000256.zip.broken").exists()
+    steps = [json.loads(line)["step"] for line in (run / "evaluations.jsonl").read_text().splitlines()]
+    assert steps == [128, 256, 384]  # no torn line, no duplicate
+    assert read_settings(run / "checkpoints" / "step_000000384.zip")["steps"] == 384
+    PPOPolicy.load(best)
+    assert json.loads((run / "final_eval.json").read_text())["model"] == "best_model.zip"
+
+
+def test_resuming_a_finished_run_says_so(finished: Path, tmp_path: Path, capsys: pytest.CaptureFixture):
+    run = tmp_path / "tiny"
+    shutil.copytree(finished, run)
+    before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    assert main(["--resume", str(run), "--quiet"]) == 0
+    assert "is finished" in capsys.readouterr().out
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before  # nothing evaluated again
+
+
+def test_ctrl_c_saves_a_checkpoint_and_prints_the_resume_command(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                               monkeypatch: pytest.MonkeyPatch):
+    run = tmp_path / "tiny"
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(tiny(checkpoint_every=1000, eval={"every": 0})))
+    learn = MaskablePPO.learn
+
+    def interrupted_learn(self: Any, *args: Any, **kwargs: Any) -> None:
+        kwargs["total_timesteps"], args = 128, ()
+        learn(self, *args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(MaskablePPO, "learn", interrupted_learn)
+    assert main([str(config), "--run-dir", str(run), "--quiet"]) == 130
+    err = capsys.readouterr().err
+    assert f"uno-train --resume {run}" in err and "training interrupted at step 128" in err
+    assert [p.name for p in (run / "checkpoints").glob("step_*.zip")] == ["step_000000128.zip"]
+    assert not (run / ".lock").exists()
+    monkeypatch.setattr(MaskablePPO, "learn", learn)
+    assert main(["--resume", str(run), "--quiet"]) == 0
+    assert json.loads((run / "run_info.json").read_text())["sessions"][-1]["finished"]
+
+
+def test_the_lock_has_no_release_race(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """B opened .lock just before A released (and deleted) it, and C locked a new .lock: B must not run too."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    lock = folder / ".lock"
+    holder_a = open(lock, "a")  # noqa: SIM115  (closed inside the race)
+    fcntl.flock(holder_a, fcntl.LOCK_EX)
+    real_flock = fcntl.flock
+    holders: list[Any] = []
+
+    def race(handle: Any, flags: int) -> None:
+        if not holders:  # the first call is B's, on A's file: A releases now and C takes a new file
+            lock.unlink()
+            holder_a.close()
+            holders.append(open(lock, "a"))  # noqa: SIM115  (closed at the end)
+            real_flock(holders[0], fcntl.LOCK_EX)
+        real_flock(handle, flags)
+
+    monkeypatch.setattr(trainer.fcntl, "flock", race)
+    with pytest.raises(ConfigError, match="in use"), trainer._run_lock(folder):
+        pass
+    holders[0].close()
+
+
+def test_a_run_dir_that_is_a_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture):
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(tiny()))
+    (tmp_path / "file").write_text("x")
+    assert main([str(config), "--run-dir", str(tmp_path / "file"), "--quiet"]) == 2
+    assert "is a file" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------ real processes
+def _command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "train", *args, "--quiet"]
+
+
+def _env() -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+
+
+def _wait_for(path_glob: tuple[Path, str], process: subprocess.Popen) -> None:
+    """Until a file matching the glob exists or the process ended (no time limit: polling, not timing)."""
+    folder, pattern = path_glob
+    while process.poll() is None and not any(folder.glob(pattern)):
+        time.sleep(0.05)
+
+
+def _session_alive(session: int) -> list[int]:
+    """Processes of a session (a killed run's workers would stay in its session)."""
+    alive = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == session and fields[0] != "Z":
+            alive.append(int(stat.parent.name))
+    return alive
+
+
+def test_sigterm_checkpoints_and_leaves_no_workers(tmp_path: Path):
+    run = tmp_path / "run"
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(tiny(total_timesteps=100_000, eval={"workers": 2, "every": 64})))
+    process = subprocess.Popen(_command(str(config), "--run-dir", str(run)), env=_env(), start_new_session=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for((run, "evaluations.jsonl"), process)  # the evaluation workers exist from the first evaluation
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate()
+    assert process.returncode == 130, err
+    assert f"--resume {run}" in err and "Traceback" not in err
+    assert read_settings(sorted((run / "checkpoints").glob("step_*.zip"))[-1])["steps"] > 0
+    assert _session_alive(process.pid) == []
+
+
+def test_kill_9_at_random_moments_then_resume_finishes(tmp_path: Path):
+    run = tmp_path / "run"
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(tiny(total_timesteps=384, checkpoint_every=32)))
+    rng = random.Random()
+    command = _command(str(config), "--run-dir", str(run))
+    for _ in range(2):  # two kills at random moments: mostly during saves, as checkpoints come every 16 steps
+        process = subprocess.Popen(command, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _wait_for((run / "checkpoints", "step_*.zip"), process)
+        time.sleep(rng.uniform(0, 1.0))
+        process.kill()
+        process.wait()
+        command = _command("--resume", str(run))
+        if not list((run / "checkpoints").glob("step_*.zip")):
+            shutil.rmtree(run)  # killed before its first checkpoint: a fresh start is the only way
+            command = _command(str(config), "--run-dir", str(run))
+    result = subprocess.run(command, env=_env(), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    steps = [json.loads(line)["step"] for line in (run / "evaluations.jsonl").read_text().splitlines()]
+    assert steps == sorted(set(steps)) and steps[-1] == 384
+    for path in (run / "checkpoints").glob("step_*.zip"):
+        PPOPolicy.load(path)
+    assert json.loads((run / "final_eval.json").read_text())["model"] == "best_model.zip"
