@@ -170,7 +170,7 @@ def test_a_zip_that_needs_unpickling_is_refused_unless_trusted(checkpoint: Path,
     settings = json.loads(member(checkpoint, "uno_env.json"))
     del settings["policy"]
     data = json.loads(member(checkpoint, "data"))
-    data["policy_kwargs"]["features_extractor_class"] = "<class 'somewhere.Custom'>"
+    data["policy_class"]["__module__"] = "thirdparty.policies"  # a policy class we do not know how to rebuild
     custom = rewrite(checkpoint, tmp_path / "custom.zip", data=json.dumps(data).encode(),
                      **{"uno_env.json": json.dumps(settings).encode()})
     with pytest.raises(ValueError, match=f"cannot be loaded safely.*{TRUST_VARIABLE}=1"):
