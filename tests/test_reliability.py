@@ -370,3 +370,49 @@ def test_kill_9_at_random_moments_then_resume_finishes(tmp_path: Path):
     for path in (run / "checkpoints").glob("step_*.zip"):
         PPOPolicy.load(path)
     assert json.loads((run / "final_eval.json").read_text())["model"] == "best_model.zip"
+
+
+# ------------------------------------------------------------------------------------ clean command-line errors
+@pytest.mark.parametrize("override, key", [
+    ("seed=-1", "seed"), ("seed=1e20", "seed"), ("eval.seed=-2", "eval.seed"),
+    ("torch_threads=100000", "torch_threads"),
+    ("ppo.n_steps=10000000000", "ppo.n_steps"), ("policy.net_arch=[100000000]", "policy.net_arch"),
+    ("eval.opponents=['..:x']", "eval.opponents"), ("eval.opponents=['os:system']", "eval.opponents"),
+    ("eval.opponents=['json:JSONDecoder']", "eval.opponents"), ("name=" + "[" * 5000 + "]" * 5000, "name"),
+    ("env.belief=" + "x" * 1_000_000, "env.belief"),
+])
+def test_bad_config_values_exit_2_with_one_short_line(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                      override: str, key: str):
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(tiny()))
+    assert main([str(config), "--run-dir", str(tmp_path / "run"), "--set", override, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("uno-train: config error:") and len(err.splitlines()) == 1 and len(err) < 400, err
+    assert key.split(".")[0] in err or "YAML" in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_deep_and_aliased_yaml_files_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture):
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("name: " + "[" * 5000 + "]" * 5000 + "\n")
+    aliases = tmp_path / "aliases.yaml"
+    aliases.write_text("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{b}: &{b} [{', '.join(['*' + a] * 10)}]\n" for a, b in zip("abcdef", "bcdefg", strict=True)) + "name: *g\n")
+    for path in (deep, aliases):
+        assert main([str(path), "--run-dir", str(tmp_path / "run"), "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and len(err) < 400, err[:400]
+
+
+def test_evaluate_checks_json_path_and_seed_first(tmp_path: Path, capsys: pytest.CaptureFixture):
+    from train.evaluate import main as evaluate_main
+    from train.play import main as play_main
+
+    for argv in (["--json", str(tmp_path)], ["--json", str(tmp_path / "missing" / "x.json")], ["--seed", "-1"]):
+        with pytest.raises(SystemExit) as exited:
+            evaluate_main(["random", "--opponents", "random", "--pairs", "1", "--workers", "1", *argv])
+        assert exited.value.code == 2
+    with pytest.raises(SystemExit) as exited:
+        play_main(["--seed", "-1"])
+    assert exited.value.code == 2
+    assert "Traceback" not in capsys.readouterr().err

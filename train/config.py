@@ -17,6 +17,8 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import yaml
 
+from uno_env.cards import short_repr
+
 #: The opponent-mix key meaning "a recent checkpoint of the agent being trained" (self-play).
 SELF = "self"
 
@@ -35,6 +37,15 @@ def _non_negative(value: float) -> str | None:
 
 def _unit(value: float) -> str | None:
     return None if 0 <= value <= 1 else "must be between 0 and 1"
+
+
+def _bounded(low: int, high: int) -> Any:
+    """A check that an int lies in ``low..high``: past a library's limits it would crash or exhaust memory."""
+    return lambda value: None if low <= value <= high else f"must be in {low}..{high}"
+
+
+#: Seeds go to numpy, random and torch, which take 0..2**32-1; runs add their step and offsets to them.
+_seed = _bounded(0, 2**31 - 1)
 
 
 def _check(check: Any) -> dict[str, Any]:
@@ -58,8 +69,8 @@ class PPOConfig:
 
     learning_rate: float = field(default=3e-4, metadata=_check(_positive))
     lr_schedule: Literal["constant", "linear"] = "constant"
-    n_steps: int = field(default=256, metadata=_check(_positive))
-    batch_size: int = field(default=512, metadata=_check(_positive))
+    n_steps: int = field(default=256, metadata=_check(_bounded(1, 1_000_000)))
+    batch_size: int = field(default=512, metadata=_check(_bounded(1, 10_000_000)))
     n_epochs: int = field(default=4, metadata=_check(_positive))
     gamma: float = field(default=0.99, metadata=_check(_unit))
     gae_lambda: float = field(default=0.95, metadata=_check(_unit))
@@ -129,7 +140,7 @@ class EvalConfig:
     pairs: int = field(default=100, metadata=_check(_positive))  # deal pairs per opponent (2 games each)
     final_pairs: int = field(default=500, metadata=_check(_non_negative))  # for the final table; 0 skips it
     opponents: list[str] = field(default_factory=lambda: ["random", "rule"])
-    seed: int = 12345
+    seed: int = field(default=12345, metadata=_check(_seed))
     workers: int = field(default=2, metadata=_check(_positive))
     belief_games: int = field(default=20, metadata=_check(_non_negative))  # games for the belief-quality scalars
 
@@ -140,11 +151,11 @@ class TrainConfig:
 
     total_timesteps: int = field(metadata=_check(_positive))
     name: str = "run"
-    seed: int = 0
-    n_envs: int = field(default=8, metadata=_check(_positive))
+    seed: int = field(default=0, metadata=_check(_seed))
+    n_envs: int = field(default=8, metadata=_check(_bounded(1, 1024)))
     vec_env: Literal["dummy", "subproc"] = "dummy"
     start_method: Literal["forkserver", "spawn", "fork"] = "forkserver"
-    torch_threads: int = field(default=1, metadata=_check(_positive))
+    torch_threads: int = field(default=1, metadata=_check(_bounded(1, 256)))
     checkpoint_every: int = field(default=50_000, metadata=_check(_positive))
     progress_bar: bool = True
     env: EnvConfig = field(default_factory=EnvConfig)
@@ -206,7 +217,7 @@ def _number(value: Any) -> float | None:
 def _parse(kind: Any, value: Any, key: str) -> Any:
     """Convert ``value`` to ``kind`` or raise ConfigError naming ``key``."""
     def bad() -> ConfigError:
-        return ConfigError(f"{key} must be {_type_name(kind)}, got {value!r}")
+        return ConfigError(f"{key} must be {_type_name(kind)}, got {short_repr(value)}")
 
     origin = get_origin(kind)
     if dataclasses.is_dataclass(kind):
@@ -252,7 +263,7 @@ def _parse(kind: Any, value: Any, key: str) -> Any:
 def _parse_dataclass(cls: Any, data: Any, prefix: str) -> Any:
     where = f"{prefix} " if prefix else "the config "
     if not isinstance(data, dict):
-        raise ConfigError(f"{where.strip()} must be a mapping of keys to values, got {data!r}")
+        raise ConfigError(f"{where.strip()} must be a mapping of keys to values, got {short_repr(data)}")
     hints = get_type_hints(cls)
     known = {f.name: f for f in dataclasses.fields(cls)}
     for key in data:
@@ -271,7 +282,7 @@ def _parse_dataclass(cls: Any, data: Any, prefix: str) -> Any:
         check = spec.metadata.get("check")
         problem = check(value) if check is not None and value is not None else None
         if problem:
-            raise ConfigError(f"{key} {problem}, got {data[name]!r}")
+            raise ConfigError(f"{key} {problem}, got {short_repr(data[name])}")
         values[name] = value
     return cls(**values)
 
@@ -288,9 +299,11 @@ def _validate(config: TrainConfig) -> None:
     rollout = ppo.n_steps * config.n_envs
     if ppo.batch_size > rollout:
         raise ConfigError(f"ppo.batch_size must be at most ppo.n_steps * n_envs = {rollout}, got {ppo.batch_size}")
-    if not config.policy.net_arch or min(config.policy.net_arch) < 1:
-        raise ConfigError(f"policy.net_arch must be a non-empty list of positive layer sizes, "
-                          f"got {config.policy.net_arch!r}")
+    arch = config.policy.net_arch
+    if not arch or len(arch) > 16 or min(arch) < 1 or max(arch) > 8192:  # the bounds agents.ppo loads
+        raise ConfigError(f"policy.net_arch must be a list of 1 to 16 layer sizes in 1..8192, got {short_repr(arch)}")
+    if rollout > 10_000_000:  # the rollout buffer holds rollout observations: beyond this, memory runs out
+        raise ConfigError(f"ppo.n_steps * n_envs must be at most 10,000,000, got {rollout:,}")
     if not config.opponents:
         raise ConfigError("opponents must list at least one phase, got []")
     previous = 0.0
@@ -347,8 +360,9 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
         node = child
     try:
         node[last] = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise ConfigError(f"the value of override {assignment!r} is not valid YAML: {error}") from None
+    except (yaml.YAMLError, RecursionError) as error:
+        raise ConfigError(f"the value of override {short_repr(assignment)} is not valid YAML: "
+                          f"{short_repr(str(error) or 'nested too deeply')}") from None
 
 
 def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> TrainConfig:
@@ -364,11 +378,16 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
         raise ConfigError(f"cannot read config file {path}: {error.strerror or error}") from None
     except yaml.YAMLError as error:
         raise ConfigError(f"{path} is not valid YAML: {error}") from None
+    except RecursionError:
+        raise ConfigError(f"{path} nests too deeply to be a config") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{path} must hold a mapping of keys to values, got {data!r}")
+        raise ConfigError(f"{path} must hold a mapping of keys to values, got {short_repr(data)}")
     for assignment in overrides:
         apply_override(data, assignment)
-    return parse_config(data)
+    try:
+        return parse_config(data)
+    except RecursionError:  # a YAML alias loop or a very deep value under a known key
+        raise ConfigError(f"{path} nests too deeply to be a config") from None
 
 
 def config_to_dict(config: TrainConfig) -> dict[str, Any]:

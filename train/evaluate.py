@@ -309,6 +309,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.pairs < 1:
         parser.error(f"--pairs must be at least 1, got {args.pairs}")
+    if not 0 <= args.seed < 2**31:
+        parser.error(f"--seed must be in 0..{2**31 - 1}, got {args.seed}")
+    if args.json and (args.json.is_dir() or not args.json.parent.is_dir()):  # checked before the long evaluation
+        parser.error(f"--json {args.json}: " + ("is a folder" if args.json.is_dir() else
+                                                f"its folder {args.json.parent} does not exist"))
     try:
         if args.tournament:
             from train.tournament import format_tournament, round_robin

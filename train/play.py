@@ -210,6 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``uno-play`` and ``python -m train.play``; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.seed is not None and not 0 <= args.seed < 2**63:
+        parser.error(f"--seed must be in 0..{2**63 - 1}, got {args.seed}")
     try:
         opponent = resolve_policy(args.opponent)
     except (ValueError, TypeError) as err:

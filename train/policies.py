@@ -17,6 +17,7 @@ from typing import Any
 
 from agents.ppo import PPOPolicy, read_settings
 from train.shipped import MODELS_DIR  # shipped agents: a bare name like ``ppo-none`` is MODELS_DIR / name
+from uno_env.cards import short_repr
 from uno_env.opponents import Policy, make_policy, policy_names
 
 _CHECKPOINT_NAMES = ("model.zip", "best_model.zip")
@@ -60,11 +61,10 @@ def validate_spec(spec: str) -> str | None:
     if spec in policy_names() or checkpoint_path(spec) is not None:
         return None
     if ":" in spec:
-        module, _, attribute = spec.partition(":")
         try:
-            getattr(importlib.import_module(module), attribute)
-        except (ImportError, AttributeError) as error:
-            return f"cannot import {spec!r}: {error}"
+            _import_policy(spec)  # imports and builds it: a module:attribute that is no Policy is refused here
+        except ValueError as error:
+            return str(error)
         return None
     return (f"not a policy name ({', '.join(policy_names())}), a checkpoint, a model folder, "
             "or module:attribute")
@@ -94,9 +94,19 @@ def _import_policy(spec: str) -> Policy:
     module_name, _, attribute = spec.partition(":")
     try:
         target: Any = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as error:
-        raise ValueError(f"cannot import player {spec!r}: {error}") from None
-    is_instance = callable(getattr(target, "act", None)) and callable(getattr(target, "reset", None))
-    if isinstance(target, type) or not is_instance:
-        target = target()  # a class or factory
+    except (ImportError, AttributeError, TypeError, ValueError) as error:  # TypeError/ValueError: e.g. "..:x"
+        raise ValueError(f"cannot import player {short_repr(spec)}: {short_repr(str(error))}") from None
+    if isinstance(target, type) or not _is_policy(target):
+        try:
+            target = target()  # a class or zero-argument factory
+        except Exception as error:  # whatever the user's callable raises, reported as a bad spec
+            raise ValueError(f"{short_repr(spec)} is not a Policy, nor a class or zero-argument factory of one: "
+                             f"calling it raised {type(error).__name__}: {short_repr(str(error))}") from None
+    if not _is_policy(target):
+        raise ValueError(f"{short_repr(spec)} did not give a Policy (an object with reset(seed) and act(view)), "
+                         f"but {short_repr(target)}")
     return make_policy(target)
+
+
+def _is_policy(target: Any) -> bool:
+    return callable(getattr(target, "act", None)) and callable(getattr(target, "reset", None))
