@@ -20,6 +20,7 @@ from train.config import ConfigError, TrainConfig, parse_config
 #: "fraction" ((0, 1], the end of an opponent phase). ``opponents[]`` is a field of every phase.
 RULES = {
     "total_timesteps": "positive", "n_envs": "positive", "torch_threads": "positive",
+    "seed": "non_negative", "eval.seed": "non_negative",
     "checkpoint_every": "positive",
     "env.n_particles": "positive", "env.max_episode_steps": "positive", "env.reward_shaping": "non_negative",
     "ppo.learning_rate": "positive", "ppo.n_steps": "positive", "ppo.batch_size": "positive",

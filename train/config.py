@@ -41,7 +41,12 @@ def _unit(value: float) -> str | None:
 
 def _bounded(low: int, high: int) -> Any:
     """A check that an int lies in ``low..high``: past a library's limits it would crash or exhaust memory."""
-    return lambda value: None if low <= value <= high else f"must be in {low}..{high}"
+    def check(value: int) -> str | None:
+        if value < low:
+            return "must be > 0" if low == 1 else f"must be >= {low}"
+        return None if value <= high else f"must be at most {high:,}"
+
+    return check
 
 
 #: Seeds go to numpy, random and torch, which take 0..2**32-1; runs add their step and offsets to them.
@@ -301,7 +306,8 @@ def _validate(config: TrainConfig) -> None:
         raise ConfigError(f"ppo.batch_size must be at most ppo.n_steps * n_envs = {rollout}, got {ppo.batch_size}")
     arch = config.policy.net_arch
     if not arch or len(arch) > 16 or min(arch) < 1 or max(arch) > 8192:  # the bounds agents.ppo loads
-        raise ConfigError(f"policy.net_arch must be a list of 1 to 16 layer sizes in 1..8192, got {short_repr(arch)}")
+        raise ConfigError(f"policy.net_arch must be a non-empty list of at most 16 positive layer sizes of at most "
+                          f"8192, got {short_repr(arch)}")
     if rollout > 10_000_000:  # the rollout buffer holds rollout observations: beyond this, memory runs out
         raise ConfigError(f"ppo.n_steps * n_envs must be at most 10,000,000, got {rollout:,}")
     if not config.opponents:
