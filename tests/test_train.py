@@ -147,12 +147,12 @@ def test_resume_continues_from_the_last_checkpoint(run: Path, tmp_path: Path):
     assert [step for step, _ in scalars(resumed)["eval/mean_win_rate"]] == [128, 256, 384, 512]
 
 
-def test_resume_when_already_done_only_re_evaluates(run: Path, tmp_path: Path):
+def test_resume_when_already_done_does_nothing(run: Path, tmp_path: Path):
     resumed = tmp_path / "tiny"
     shutil.copytree(run, resumed)
     train(load_config(resumed / "config.yaml"), resumed, resume=True, command="again", quiet=True)
     info = json.loads((resumed / "run_info.json").read_text())
-    assert [(s["from_step"], s["to_step"]) for s in info["sessions"]] == [(0, 256), (256, 256)]
+    assert [(s["from_step"], s["to_step"]) for s in info["sessions"]] == [(0, 256)]  # issue 11: no repeat
     assert len(list((resumed / "checkpoints").glob("step_*.zip"))) == 2
     assert len(jsonl(resumed / "evaluations.jsonl")) == 2  # the last checkpoint was evaluated already
 

@@ -62,8 +62,11 @@ _LOCK = ".lock"
 _SCORE = {"agent": 1.0, "opponent": 0.0, "draw": 0.5}
 
 
-class TrainingInterrupted(Exception):
-    """Training stopped by Ctrl-C or SIGTERM after saving a checkpoint; the message says how to resume."""
+class TrainingInterrupted(KeyboardInterrupt):
+    """Training stopped by Ctrl-C or SIGTERM after saving a checkpoint; the message says how to resume.
+
+    A ``KeyboardInterrupt``, so a script or notebook that calls :func:`train` stops as it would on Ctrl-C.
+    """
 
 
 def read_evaluations(path: Path) -> list[dict[str, Any]]:
@@ -450,12 +453,6 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
     if resume:
         last = _resume_checkpoint(run_dir)
         start_step = int(read_settings(last)["steps"])
-        if start_step >= config.total_timesteps and _finished(run_dir):
-            print(f"run {run_dir} is finished ({start_step:,} steps; final evaluation in "
-                  f"{run_dir / 'final_eval.md'}): nothing to do. To train longer, add "
-                  f"--set total_timesteps=N with N > {start_step}.", flush=True)
-            return run_dir
-        _repair_records(run_dir, start_step)
     venv = build_vec_env(config, config.seed + start_step)
     torch.set_num_threads(config.torch_threads)
     common = {"policy_kwargs": _policy_kwargs(config, venv.observation_space.shape[0]), **_ppo_kwargs(config)}
@@ -466,6 +463,13 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
         except ValueError as error:  # e.g. --set env.belief=... or policy.net_arch=... unlike the checkpoints
             venv.close()
             raise ConfigError(f"cannot resume {run_dir}: {error}") from None
+        if start_step >= config.total_timesteps and _finished(run_dir):  # checked once the settings matched
+            venv.close()
+            print(f"run {run_dir} is finished ({start_step:,} steps; final evaluation in "
+                  f"{run_dir / 'final_eval.md'}): nothing to do. To train longer, add "
+                  f"--set total_timesteps=N with N > {start_step}.", flush=True)
+            return run_dir
+        _repair_records(run_dir, start_step)
         model.set_random_seed(config.seed + start_step)
     else:
         policy = PrivilegedCriticPolicy if config.policy.critic == "privileged" else "MlpPolicy"
