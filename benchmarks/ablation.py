@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from train.config import ConfigError, load_config
+from train.config import ConfigError
 from train.evaluate import t_quantile_975
-from train.trainer import train
+from train.trainer import train_once
 
 
 def run_all(config: str, beliefs: list[str], seeds: list[int], out: Path, overrides: list[str]) -> dict:
@@ -35,16 +35,10 @@ def run_all(config: str, beliefs: list[str], seeds: list[int], out: Path, overri
     for belief in beliefs:
         for seed in seeds:
             run_dir = out / f"{belief}-s{seed}"
-            final = run_dir / "final_eval.json"
-            if not final.exists():
-                settings = [f"env.belief={belief}", f"seed={seed}", f"name={belief}-s{seed}", "progress_bar=false",
-                            *overrides]
-                resume = (run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").glob("step_*.zip"))
-                source = run_dir / "config.yaml" if resume else config
-                print(f"training {run_dir}" + (" (resuming)" if resume else ""), flush=True)
-                train(load_config(source, settings), run_dir, resume=resume, quiet=True,
-                      command=f"benchmarks/ablation.py {belief} seed {seed}")
-            finals[belief, seed] = json.loads(final.read_text())
+            settings = [f"env.belief={belief}", f"seed={seed}", f"name={belief}-s{seed}", "progress_bar=false",
+                        *overrides]
+            train_once(config, settings, run_dir, f"benchmarks/ablation.py {belief} seed {seed}")
+            finals[belief, seed] = json.loads((run_dir / "final_eval.json").read_text())
     return finals
 
 

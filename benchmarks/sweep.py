@@ -27,8 +27,8 @@ import numpy as np
 import yaml
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from train.config import ConfigError, load_config
-from train.trainer import train
+from train.config import ConfigError
+from train.trainer import train_once
 
 _UPDATE_TAGS = ("train/approx_kl", "train/clip_fraction", "train/explained_variance")
 
@@ -47,19 +47,6 @@ def read_sweep(path: Path) -> tuple[str, list[str], list[dict]]:
     if len(set(names)) != len(names):
         raise SystemExit(f"sweep: trial names in {path} must be unique, got {names}")
     return data["base"], list(data.get("set", [])), data["trials"]
-
-
-def run_trial(base: str, overrides: list[str], out: Path, name: str) -> Path:
-    """Train one trial unless it finished already; resume it if it was interrupted."""
-    run_dir = out / name
-    if (run_dir / "final_eval.json").exists():
-        return run_dir
-    resume = (run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").glob("step_*.zip"))
-    config = load_config(run_dir / "config.yaml" if resume else base, [*overrides, f"name={name}",
-                                                                       "progress_bar=false"])
-    print(f"training {run_dir}" + (" (resuming)" if resume else ""), flush=True)
-    train(config, run_dir, resume=resume, quiet=True, command=f"benchmarks/sweep.py trial {name}")
-    return run_dir
 
 
 def summarize(run_dir: Path) -> dict:
@@ -107,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for trial in trials:
             if args.only is None or trial["name"] in args.only:
-                run_trial(base, [*shared, *trial.get("set", [])], args.out, trial["name"])
+                train_once(base, [*shared, *trial.get("set", []), f"name={trial['name']}", "progress_bar=false"],
+                           args.out / trial["name"], f"benchmarks/sweep.py trial {trial['name']}")
     except ConfigError as error:
         print(f"sweep: config error: {error}", file=sys.stderr)
         return 2

@@ -9,10 +9,10 @@ function, so PPO starts improving on the teacher instead of rediscovering it.
 :func:`warm_start` runs ``pretrain.rounds`` rounds (DAgger, Ross et al. 2011):
 
 1. round 1 plays the teacher's own moves and fits the student to them (behaviour cloning);
-2. every later round lets the *student* play (sampling from its masked policy) while the teacher labels
-   each of the student's decisions with the move it would make; the labels of all rounds are pooled and
-   the student refit. So the student learns what the teacher does in the positions the student itself
-   reaches, not only in the teacher's.
+2. every later round lets the *student* play (sampling from its masked policy) while an expert (the
+   teacher by default) labels each of the student's decisions with the move it would make; the expert's
+   labels of all rounds are pooled and the student refit. So the student learns what the expert does in
+   the positions the student itself reaches, not only in the teacher's.
 
 Data comes from :func:`uno_env.match.play_game`: the student's seat is played by a recorder that asks
 the teacher for each action (the teacher sees every view of the seat, so a search teacher's belief

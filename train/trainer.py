@@ -48,7 +48,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 from agents.files import copy_file, write_text
 from agents.ppo import PPOPolicy, load_model, load_network, read_settings, save_model
 from agents.privileged import PrivilegedCriticPolicy
-from train.config import SELF, ConfigError, TrainConfig, config_to_dict
+from train.config import SELF, ConfigError, TrainConfig, config_to_dict, load_config
 from train.evaluate import MatchResult, evaluate, format_table, make_executor
 from train.opponent_mix import OpponentMix, OpponentMixWrapper, opponent_belief
 from train.policies import label, resolve_policy
@@ -339,6 +339,22 @@ def train(config: TrainConfig, run_dir: str | Path, resume: bool = False, comman
     """
     with _run_lock(Path(run_dir)):
         return _train(config, Path(run_dir), resume, command, quiet)
+
+
+def train_once(config: str | Path, overrides: list[str], run_dir: Path, command: str) -> Path:
+    """Bring the run in ``run_dir`` to its end once, for scripts that train many runs (sweeps, ablations).
+
+    A run with its final evaluation is left alone; one with checkpoints is resumed from its own
+    ``config.yaml`` (with ``overrides``); otherwise it starts from ``config`` with ``overrides``. So a script
+    killed midway picks up where it stopped. Returns ``run_dir``.
+    """
+    if (run_dir / "final_eval.json").exists():
+        return run_dir
+    checkpoints = run_dir / "checkpoints"
+    resume = checkpoints.is_dir() and any(checkpoints.glob("step_*.zip"))
+    print(f"training {run_dir}" + (" (resuming)" if resume else ""), flush=True)
+    return train(load_config(run_dir / "config.yaml" if resume else config, overrides), run_dir, resume=resume,
+                 quiet=True, command=command)
 
 
 @contextmanager
