@@ -15,13 +15,15 @@ A run writes everything to one folder::
 :func:`train` resumes from the last checkpoint when asked. The opponent schedule and self-play
 pool are functions of the step counter and the checkpoint folder, so a resumed run picks them up
 where they were; the random streams are reseeded from ``seed`` and the step, so a resumed run is
-reproducible but not bit-identical to an uninterrupted one.
+reproducible but not bit-identical to an uninterrupted one. Training stops at ``total_timesteps``
+exactly (the partial rollout at the end is not used for an update), wherever the run was resumed from.
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
+import multiprocessing
 import os
 import platform
 import shlex
@@ -41,9 +43,10 @@ import torch
 import yaml
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.logger import configure as configure_logger
+from stable_baselines3.common.logger import Logger, TensorBoardOutputFormat
 from stable_baselines3.common.utils import LinearSchedule
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
+from torch.utils.tensorboard import SummaryWriter
 
 from agents.files import copy_file, write_text
 from agents.ppo import PPOPolicy, load_model, load_network, read_settings, save_model
@@ -199,6 +202,19 @@ def machine() -> str:
     return f"{os.cpu_count()} x {model}, Python {platform.python_version()}, torch {torch.__version__}"
 
 
+class ResumedTensorBoard(TensorBoardOutputFormat):
+    """SB3's TensorBoard output, hiding what an earlier session logged at or after ``purge_step``.
+
+    A killed session may have logged past its last checkpoint; the resumed session logs those steps
+    again, and TensorBoard (through the purge marker of ``SummaryWriter``) shows only the new ones.
+    """
+
+    def __init__(self, folder: str, purge_step: int) -> None:
+        super().__init__(folder)
+        self.writer.close()  # SB3 opens a writer without a purge step; replace it with one that has one
+        self.writer = SummaryWriter(log_dir=folder, purge_step=purge_step)
+
+
 class RunCallback(BaseCallback):
     """Opponent schedule, checkpoints, self-play pool, evaluations and extra TensorBoard scalars."""
 
@@ -269,7 +285,9 @@ class RunCallback(BaseCallback):
             self.sync_opponents()
         if cfg.eval.every and step // cfg.eval.every > (step - self.training_env.num_envs) // cfg.eval.every:
             self.run_evaluation()
-        return True
+        # Stop at total_timesteps exactly, not at the end of the rollout that crosses it: a run resumed from a
+        # checkpoint taken mid-rollout then ends (and evaluates) at the same step as one never interrupted.
+        return step < cfg.total_timesteps
 
     def _on_rollout_end(self) -> None:
         for name, scores in self.recent.items():
@@ -500,7 +518,7 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
         pretrain_metrics = warm_start(model, config, config.seed)
         pretrain_metrics["seconds"] = round(time.perf_counter() - started, 1)
     # Our own logger: TensorBoard events straight into RUN_DIR/tb, continued (same folder) on resume.
-    model.set_logger(configure_logger(str(run_dir / "tb"), ["tensorboard"]))
+    model.set_logger(Logger(str(run_dir / "tb"), [ResumedTensorBoard(str(run_dir / "tb"), start_step + 1)]))
 
     callback = RunCallback(config, run_dir)
     callback.init_callback(model)
@@ -535,11 +553,23 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
         callback.close()
         with suppress(OSError, EOFError):  # SubprocVecEnv workers that an interrupt already ended
             venv.close()
+        stop_stray_processes()
     callback.record.update(int(model.num_timesteps), finished=True)
     if results and not quiet:
         print(f"\nFinal evaluation of {run_dir / 'best_model.zip'} ({config.eval.final_pairs} deal pairs "
               f"per opponent, seed {config.eval.seed + 1}):\n{format_table(results)}")
     return run_dir
+
+
+def stop_stray_processes() -> None:
+    """Terminate the processes this one started that are still alive once its pools are closed.
+
+    A signal that lands while a process pool is starting a worker can leave that worker unknown to the
+    pool, so closing the pool does not stop it, and it would wait for work forever after the run ends.
+    """
+    for child in multiprocessing.active_children():
+        child.terminate()
+        child.join()
 
 
 def final_evaluation(config: TrainConfig, run_dir: Path, callback: RunCallback) -> list[MatchResult]:
