@@ -30,7 +30,7 @@ import shlex
 import sys
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager, suppress
 from functools import partial
@@ -215,13 +215,19 @@ class ResumedTensorBoard(TensorBoardOutputFormat):
         self.writer = SummaryWriter(log_dir=folder, purge_step=purge_step)
 
 
+#: Called after each evaluation during training with its ``evaluations.jsonl`` record (e.g. to report it to a
+#: hyperparameter search: ``train.tune``).
+EvaluationHook = Callable[[dict[str, Any]], None]
+
+
 class RunCallback(BaseCallback):
     """Opponent schedule, checkpoints, self-play pool, evaluations and extra TensorBoard scalars."""
 
-    def __init__(self, config: TrainConfig, run_dir: Path) -> None:
+    def __init__(self, config: TrainConfig, run_dir: Path, on_evaluation: EvaluationHook | None = None) -> None:
         super().__init__()
         self.config = config
         self.run_dir = run_dir
+        self.on_evaluation = on_evaluation
         self.checkpoints = run_dir / "checkpoints"
         self.executor: ProcessPoolExecutor | None = None
         self.recent: dict[str, deque[float]] = {}
@@ -333,6 +339,8 @@ class RunCallback(BaseCallback):
             self.best = mean
             copy_file(path, self.run_dir / "best_model.zip")
         self.last_eval_step = self.model.num_timesteps
+        if self.on_evaluation is not None:  # after the record and best model are on disk: the hook may stop us
+            self.on_evaluation(record)
         return results
 
 
@@ -349,17 +357,19 @@ def build_vec_env(config: TrainConfig, seed: int) -> VecEnv:
 
 
 def train(config: TrainConfig, run_dir: str | Path, resume: bool = False, command: str | None = None,
-          quiet: bool = False) -> Path:
+          quiet: bool = False, on_evaluation: EvaluationHook | None = None) -> Path:
     """Train (or, with ``resume``, continue) the run in ``run_dir``; returns ``run_dir``.
 
     Ends with the final evaluation table (printed unless ``quiet``, and saved in the run folder).
+    ``on_evaluation`` is called with the record of every evaluation during training, once it is written.
     A second process asked to train the same folder meanwhile is refused (``ConfigError``).
     """
     with _run_lock(Path(run_dir)):
-        return _train(config, Path(run_dir), resume, command, quiet)
+        return _train(config, Path(run_dir), resume, command, quiet, on_evaluation)
 
 
-def train_once(config: str | Path, overrides: list[str], run_dir: Path, command: str) -> Path:
+def train_once(config: str | Path, overrides: list[str], run_dir: Path, command: str,
+               on_evaluation: EvaluationHook | None = None) -> Path:
     """Bring the run in ``run_dir`` to its end once, for scripts that train many runs (sweeps, ablations).
 
     A run with its final evaluation is left alone; one with checkpoints is resumed from its own
@@ -372,7 +382,7 @@ def train_once(config: str | Path, overrides: list[str], run_dir: Path, command:
     resume = checkpoints.is_dir() and any(checkpoints.glob("step_*.zip"))
     print(f"training {run_dir}" + (" (resuming)" if resume else ""), flush=True)
     return train(load_config(run_dir / "config.yaml" if resume else config, overrides), run_dir, resume=resume,
-                 quiet=True, command=command)
+                 quiet=True, command=command, on_evaluation=on_evaluation)
 
 
 @contextmanager
@@ -470,7 +480,8 @@ def _repair_records(run_dir: Path, step: int) -> None:
                     copy_file(source, best)
 
 
-def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None, quiet: bool) -> Path:
+def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None, quiet: bool,
+           on_evaluation: EvaluationHook | None) -> Path:
     """:func:`train`, with the run folder locked."""
     from sb3_contrib import MaskablePPO
 
@@ -520,7 +531,7 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
     # Our own logger: TensorBoard events straight into RUN_DIR/tb, continued (same folder) on resume.
     model.set_logger(Logger(str(run_dir / "tb"), [ResumedTensorBoard(str(run_dir / "tb"), start_step + 1)]))
 
-    callback = RunCallback(config, run_dir)
+    callback = RunCallback(config, run_dir, on_evaluation)
     callback.init_callback(model)
     for key, value in pretrain_metrics.items():
         model.logger.record(f"pretrain/{key}", value)
