@@ -20,6 +20,10 @@ Command line (``uno-evaluate`` or ``python -m train.evaluate``)::
     uno-evaluate runs/default-.../ --opponents random rule --pairs 500
     uno-evaluate ppo-none --opponents random rule ppo-counting --workers 2 --json out.json
     uno-evaluate --tournament random rule ppo-none ppo-counting --pairs 200
+    uno-evaluate ppo-none --pairs 20000 --address HEAD_IP:6379   # deal pairs spread over a Ray cluster
+
+With ``--address`` the games run as Ray tasks on the cluster's cores (:mod:`train.distributed`), with the same
+results as on this machine's processes.
 """
 
 from __future__ import annotations
@@ -301,6 +305,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=500, help="deal pairs per matchup (2 games each)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default: all cores)")
+    parser.add_argument("--address", help="play the games as tasks of the Ray cluster at HOST:PORT ('local': start "
+                                          "Ray on this machine); --workers then defaults to the cluster's CPUs")
     parser.add_argument("--n-particles", type=int, default=200, help="particles for belief='particles' players")
     parser.add_argument("--stochastic", action="store_true", help="checkpoints sample actions instead of argmax")
     parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
@@ -314,24 +320,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json and (args.json.is_dir() or not args.json.parent.is_dir()):  # checked before the long evaluation
         parser.error(f"--json {args.json}: " + ("is a folder" if args.json.is_dir() else
                                                 f"its folder {args.json.parent} does not exist"))
+    if not args.tournament and len(args.players) != 1:
+        parser.error("give one agent (or --tournament for several players)")
+    executor: Executor | None = None
     try:
+        workers = args.workers
+        if args.address:
+            from train.distributed import RayExecutor
+
+            executor = RayExecutor(None if args.address == "local" else args.address)
+            workers = workers or executor.cpus
         if args.tournament:
             from train.tournament import format_tournament, round_robin
 
-            result = round_robin(args.players, args.pairs, args.seed, args.workers, args.n_particles,
-                                 not args.stochastic, progress=not args.no_progress)
+            result = round_robin(args.players, args.pairs, args.seed, workers, args.n_particles,
+                                 not args.stochastic, progress=not args.no_progress, executor=executor)
             print(format_tournament(result))
             payload: Any = result.to_dict()
         else:
-            if len(args.players) != 1:
-                parser.error("give one agent (or --tournament for several players)")
-            results = evaluate(_agent_spec(args.players[0]), args.opponents, args.pairs, args.seed, args.workers,
-                               args.n_particles, not args.stochastic, progress=not args.no_progress)
+            results = evaluate(_agent_spec(args.players[0]), args.opponents, args.pairs, args.seed, workers,
+                               args.n_particles, not args.stochastic, executor, progress=not args.no_progress)
             print(format_table(results))
             payload = [r.to_dict() for r in results]
     except (ValueError, FileNotFoundError) as error:
         print(f"uno-evaluate: error: {error}", file=sys.stderr)
         return 2
+    finally:
+        if executor is not None:
+            executor.shutdown(cancel_futures=True)
     if args.json:
         args.json.write_text(json.dumps(payload, indent=1) + "\n")
     return 0

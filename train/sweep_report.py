@@ -65,11 +65,17 @@ def _cell(value: Any) -> str:
     return json.dumps(value) if not isinstance(value, str) else value
 
 
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
 def print_trials(sweep: SweepConfig, trials: list[TrialSummary], console: Console | None = None) -> None:
     """Print the trials as a table (rich): config values, metric, steps, wall time, status, final win rates."""
     opponents = list(dict.fromkeys(name for t in trials for name in t.final))
     table = Table(title=f"sweep {sweep.name}: {len(trials)} trials, best {sweep.metric} first")
-    for column in ("trial", *(d.key for d in sweep.space), sweep.metric, "steps", "minutes", "status",
+    for column in ("trial", *(d.key for d in sweep.space), sweep.metric, "steps", "wall time", "status",
                    *(f"final vs {o}" for o in opponents)):
         table.add_column(column, justify="left" if column in ("trial", "status") else "right")
     for t in trials:
@@ -77,7 +83,7 @@ def print_trials(sweep: SweepConfig, trials: list[TrialSummary], console: Consol
         table.add_row(t.trial, *(_cell(t.config[d.key]) for d in sweep.space),
                       f"{t.metric:.3f}" if t.metric is not None else "-",
                       f"{t.step:,}" if t.step is not None else "-",
-                      f"{t.seconds / 60:.1f}" if t.seconds is not None else "-",
+                      _duration(t.seconds),
                       t.status if t.error is None else f"error: {t.error}", *finals)
     if console is None:
         console = Console()
@@ -97,7 +103,7 @@ def comparison_table(sweep: SweepConfig, trials: list[TrialSummary]) -> str:
     values = next(d.values for d in sweep.space if d.key == key)
     others = [d.key for d in sweep.space if d.key != key]
     done = [t for t in trials if t.status == "finished"]
-    groups = {json.dumps(v): sorted((t for t in done if t.config[key] == v),
+    groups = {_cell(v): sorted((t for t in done if t.config[key] == v),
                                     key=lambda t: json.dumps([t.config[k] for k in others])) for v in values}
     groups = {name: members for name, members in groups.items() if members}
     if not groups:

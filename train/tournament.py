@@ -12,6 +12,7 @@ over the deal pairs of every matchup.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,10 +71,11 @@ def _ratings(matches: Sequence[MatchResult], index: Sequence[tuple[int, int]], n
 
 def round_robin(players: Sequence[Player], pairs: int = 200, seed: int = 0, workers: int | None = None,
                 n_particles: int = 200, deterministic: bool = True, bootstrap: int = 200,
-                progress: bool = False) -> TournamentResult:
+                progress: bool = False, executor: Executor | None = None) -> TournamentResult:
     """Every player against every other on ``pairs`` deal pairs, then ratings (module docstring).
 
-    ``progress`` shows a progress bar of the deal pairs played (:func:`train.evaluate.run_matches`).
+    ``progress`` shows a progress bar of the deal pairs played, and ``executor`` (e.g. a
+    :class:`train.distributed.RayExecutor`) plays them instead of a local pool (:func:`train.evaluate.run_matches`).
     """
     if len(players) < 2:
         raise ValueError(f"a tournament needs at least 2 players, got {len(players)}")
@@ -82,7 +84,7 @@ def round_robin(players: Sequence[Player], pairs: int = 200, seed: int = 0, work
         raise ValueError(f"players must have distinct names, got {names}")
     index = [(i, j) for i in range(len(players)) for j in range(i + 1, len(players))]
     matches = run_matches([(players[i], players[j]) for i, j in index], pairs, seed, workers, n_particles,
-                          deterministic, progress=progress)
+                          deterministic, executor, progress)
     ratings = _ratings(matches, index, len(players))
     rng = np.random.default_rng(seed)
     samples = np.array([_ratings(matches, index, len(players),

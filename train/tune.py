@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import socket
 import sys
 import tempfile
 import time
@@ -114,33 +113,6 @@ def run_trial(params: dict[str, Any], sweep: SweepConfig, runs: str) -> None:
     metrics = _metrics(read_evaluations(run_dir / "evaluations.jsonl")[-1], run_dir)
     metrics["final"] = {r["opponent"]: {k: r[k] for k in _FINAL_FIELDS} for r in final["results"]}
     _report(metrics, run_dir)
-
-
-def _connect(address: str | None) -> bool:
-    """Join the cluster at ``address``, or start local Ray; False if this process already runs Ray (kept).
-
-    A ``HOST:PORT`` address is tried with a plain TCP connection first, so an unreachable one fails at once
-    with a ConfigError naming it instead of after Ray's retries.
-    """
-    import ray
-
-    if ray.is_initialized():
-        return False
-    if address is None:
-        ray.init(include_dashboard=False)
-        return True
-    host, sep, port = address.rpartition("/")[2].rpartition(":")
-    if sep and port.isdigit():
-        try:
-            socket.create_connection((host, int(port)), timeout=5).close()
-        except OSError as error:
-            raise ConfigError(f"--address {address}: no Ray cluster reachable there ({error.strerror or error}); "
-                              f"start one with `ray start --head`, or leave out --address for local Ray") from None
-    try:
-        ray.init(address=address)
-    except (ConnectionError, ValueError, RuntimeError) as error:
-        raise ConfigError(f"--address {address}: cannot join a Ray cluster there: {error}") from None
-    return True
 
 
 def run_sweep(sweep: SweepConfig, sweep_dir: Path, resume: bool = False) -> list[TrialSummary]:
@@ -238,7 +210,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if sweep_dir.exists() and any(sweep_dir.iterdir()):
                 raise ConfigError(f"sweep folder {sweep_dir} already exists and is not empty; use --resume "
                                   f"{shlex.quote(str(sweep_dir))} to continue it")
-        started = _connect(args.address)
+        from train.distributed import connect
+
+        started = connect(args.address)
     except ConfigError as error:
         print(f"uno-tune: config error: {error}", file=sys.stderr)
         return 2

@@ -1,0 +1,170 @@
+"""Sweeps on Ray Tune (train.tune, train.sweep_config, train.sweep_report) and evaluation on Ray (train.distributed).
+
+The sweeps run for real, on one local Ray session shared by the module (2 CPUs): the smoke sweep
+(configs/sweeps/smoke.yaml: Optuna, ASHA, 2 tiny trials) end to end through the command line, and a grid sweep
+in which one trial crashes. Bad sweep files are refused before Ray starts.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+ray = pytest.importorskip("ray")
+
+from train.config import load_config  # noqa: E402
+from train.distributed import RayExecutor  # noqa: E402
+from train.evaluate import evaluate  # noqa: E402
+from train.evaluate import main as evaluate_main  # noqa: E402
+from train.sweep_config import load_sweep  # noqa: E402
+from train.sweep_report import TrialSummary, comparison_table  # noqa: E402
+from train.tune import main  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE = ROOT / "configs" / "sweeps" / "smoke.yaml"
+#: The smoke sweep's tiny training budget, for the sweeps the tests write themselves.
+TINY = yaml.safe_load(SMOKE.read_text())["set"]
+
+
+@pytest.fixture(scope="module")
+def ray_session():
+    """One local Ray for the module (its start-up takes seconds); the programs under test join it."""
+    ray.init(num_cpus=2, include_dashboard=False)
+    yield ray.get_runtime_context().gcs_address
+    ray.shutdown()
+
+
+def write_sweep(path: Path, **keys) -> Path:
+    """A sweep file over the smoke sweep's tiny base (``keys`` replace or add top-level keys)."""
+    data = {"base": "configs/default.yaml", "set": TINY, "space": {"ppo.n_epochs": {"choice": [1, 2]}},
+            "search": "optuna", "scheduler": "none", "trials": 2, **keys}
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+# ------------------------------------------------------------------------------------ bad input (no Ray)
+@pytest.mark.parametrize(("keys", "named"), [
+    ({"spce": {}}, "'spce'"),
+    ({"space": {"ppo.learnig_rate": {"loguniform": [1e-5, 1e-3]}}}, "ppo.learnig_rate"),
+    ({"space": {"ppo.learning_rate": {"lognormal": [1e-5, 1e-3]}}}, "space.ppo.learning_rate"),
+    ({"space": {"ppo.learning_rate": {"loguniform": [0, 1e-3]}}}, "space.ppo.learning_rate.loguniform"),
+    ({"space": {"ppo.learning_rate": {"uniform": [1e-3, 1e-5]}}}, "space.ppo.learning_rate.uniform"),
+    ({"space": {"policy.net_arch": {"uniform": [1, 2]}}}, "space.policy.net_arch"),
+    ({"space": {"ppo.n_epochs": {"choice": [4, 0]}}}, "ppo.n_epochs must be > 0"),
+    ({"space": {"seed": {"grid": [0, 1]}}}, "space.seed: grid needs search: grid"),
+    ({"space": {}}, "space must map"),
+    ({"metric": "win_rate/search"}, "metric"),
+    ({"scheduler": "hyperband"}, "scheduler"),
+    ({"grace_period": 100}, "grace_period applies only to scheduler: asha"),
+    ({"scheduler": "asha", "grace_period": 10**9}, "grace_period"),
+    ({"base": "configs/nonexistent.yaml"}, "configs/nonexistent.yaml"),
+    ({"set": ["eval.every=0"]}, "eval.every"),
+    ({"trials": 0}, "trials"),
+    ({"compare": "ppo.n_epochs"}, "compare"),
+])
+def test_bad_sweep_files_are_refused_naming_the_key(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     keys: dict, named: str):
+    sweep = write_sweep(tmp_path / "bad.yaml", **keys)
+    assert main([str(sweep), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("uno-tune: config error:") and named in err and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()  # refused before any trial, and before the sweep folder
+
+
+def test_unreachable_address_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                        monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # as in a fresh process, whatever ran before
+    assert main([str(SMOKE), "--address", "127.0.0.1:9", "--out", str(tmp_path / "out")]) == 2
+    assert "--address 127.0.0.1:9: no Ray cluster reachable" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_shipped_sweeps_are_valid():
+    assert load_sweep(SMOKE).trials == 2
+    ablation = load_sweep(ROOT / "configs" / "sweeps" / "belief-ablation.yaml")
+    assert [d.values for d in ablation.space] == [["none", "counting", "particles"], [0, 1, 2]]
+
+
+def test_comparison_table_over_seeds():
+    """The ablation's table: mean and t-interval over the trials of each value, and the Welch lift."""
+    sweep = load_sweep(ROOT / "configs" / "sweeps" / "belief-ablation.yaml")
+
+    def trial(belief: str, seed: int, rate: float) -> TrialSummary:
+        final = {"rule": {"win_rate": rate, "ci_low": rate - 0.02, "ci_high": rate + 0.02, "games": 4000}}
+        return TrialSummary(f"{belief}{seed}", "finished", {"env.belief": belief, "seed": seed}, final=final)
+
+    trials = [trial("none", 0, 0.50), trial("none", 1, 0.52), trial("counting", 0, 0.54), trial("counting", 1, 0.56),
+              TrialSummary("x", "error", {"env.belief": "particles", "seed": 0}, error="boom")]
+    text = comparison_table(sweep, trials)
+    assert "| none | 50.0% 52.0% | 51.0% |" in text
+    assert "| counting | 54.0% 56.0% | 55.0% |" in text and "particles" not in text  # no finished trial
+    assert "| counting | +4.0% |" in text  # the lift over the first value
+    assert "| 2.0% |" in text  # the mean evaluation CI half width
+
+
+# ------------------------------------------------------------------------------------ sweeps on Ray
+def test_smoke_sweep_end_to_end(ray_session: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    out, report = tmp_path / "smoke", tmp_path / "trials.json"
+    assert main([str(SMOKE), "--out", str(out), "--json", str(report)]) == 0
+    printed = capsys.readouterr().out
+    assert "sweep smoke: 2 trials" in printed and f"best config: {out.resolve() / 'best.yaml'}" in printed
+    trials = json.loads(report.read_text())
+    assert trials["metric"] == "mean_win_rate" and len(trials["trials"]) == 2
+    statuses = [t["status"] for t in trials["trials"]]
+    assert "finished" in statuses and set(statuses) <= {"finished", "stopped"}  # ASHA may stop the trailing one
+    for t in trials["trials"]:
+        assert set(t["config"]) == {"ppo.learning_rate", "ppo.n_epochs"} and t["config"]["ppo.n_epochs"] in (1, 2)
+        assert 1e-4 <= t["config"]["ppo.learning_rate"] <= 1e-3 and 0 <= t["metric"] <= 1
+        run = Path(t["run_dir"])  # the project's own run folder
+        assert (run / "config.yaml").is_file() and (run / "tb").is_dir() and list(run.glob("checkpoints/*.zip"))
+        if t["status"] == "finished":
+            assert t["step"] == 512 and set(t["final"]) == {"random", "rule"}
+            assert t["final"]["rule"]["games"] == 8 and 0 <= t["final"]["rule"]["win_rate"] <= 1
+    best = trials["trials"][0]
+    assert trials["best_trial"] == best["trial"] and best["metric"] == max(t["metric"] for t in trials["trials"])
+    config = load_config(trials["best_config"])  # a ready training config with the best trial's values
+    assert config.ppo.n_epochs == best["config"]["ppo.n_epochs"]
+    assert config.ppo.learning_rate == pytest.approx(best["config"]["ppo.learning_rate"])
+    assert config.total_timesteps == 512 and config.pretrain.teacher is None
+
+
+def test_crashing_trial_is_reported_and_the_sweep_resumes(ray_session: str, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]):
+    # A checkpoint opponent and self-play must share one belief setting: uno-train refuses the env.belief
+    # counting trial when it starts (not in the config's own checks), so that trial crashes.
+    sweep = write_sweep(tmp_path / "grid.yaml", search="grid", trials=1,
+                        set=[*TINY, "opponents=[{mix: {random: 1, self: 1, ppo-none: 1}}]"],
+                        space={"env.belief": {"grid": ["none", "counting"]}})
+    out = tmp_path / "grid"
+    assert main([str(sweep), "--out", str(out)]) == 0
+    assert "error: train.config.ConfigError: opponents: every checkpoint" in capsys.readouterr().out
+    trials = {t["config"]["env.belief"]: t for t in json.loads((out / "trials.json").read_text())["trials"]}
+    assert trials["none"]["status"] == "finished" and trials["counting"]["status"] == "error"
+    assert "share one belief setting" in trials["counting"]["error"] and trials["counting"]["metric"] is None
+    commands = (out / "runs" / trials["none"]["trial"] / "command.txt").read_text()
+
+    assert main(["--resume", str(out)]) == 0  # the crashed trial is tried again; the finished one is kept
+    again = {t["config"]["env.belief"]: t for t in json.loads((out / "trials.json").read_text())["trials"]}
+    assert again["none"] == trials["none"] and again["counting"]["status"] == "error"
+    assert (out / "runs" / trials["none"]["trial"] / "command.txt").read_text() == commands  # not retrained
+    assert main([str(sweep), "--out", str(out)]) == 2  # a second sweep into the same folder is refused
+    assert "--resume" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------ evaluation on Ray
+def test_ray_evaluation_equals_the_local_pool(ray_session: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    local = evaluate("ppo-none", ["rule", "random"], pairs=12, seed=5, workers=2)
+    executor = RayExecutor(ray_session)  # joins the running session, and leaves it running
+    spread = evaluate("ppo-none", ["rule", "random"], pairs=12, seed=5, workers=executor.cpus, executor=executor)
+    executor.shutdown()
+    assert ray.is_initialized()
+    for a, b in zip(local, spread, strict=True):
+        assert (a.agent, a.opponent) == (b.agent, b.opponent)
+        assert (a.pair_scores == b.pair_scores).all() and (a.lengths == b.lengths).all()
+    args = ["rule", "--opponents", "random", "--pairs", "6", "--seed", "2", "--no-progress", "--json"]
+    assert evaluate_main([*args, str(tmp_path / "local.json"), "--workers", "2"]) == 0
+    assert evaluate_main([*args, str(tmp_path / "ray.json"), "--address", ray_session]) == 0
+    assert (tmp_path / "local.json").read_text() == (tmp_path / "ray.json").read_text()
