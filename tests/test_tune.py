@@ -8,6 +8,9 @@ in which one trial crashes. Bad sweep files are refused before Ray starts.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -152,6 +155,29 @@ def test_crashing_trial_is_reported_and_the_sweep_resumes(ray_session: str, tmp_
     assert (out / "runs" / trials["none"]["trial"] / "command.txt").read_text() == commands  # not retrained
     assert main([str(sweep), "--out", str(out)]) == 2  # a second sweep into the same folder is refused
     assert "--resume" in capsys.readouterr().err
+
+
+def test_killed_sweep_resumes(ray_session: str, tmp_path: Path):
+    """``kill -9`` of uno-tune (joined to a running cluster by --address) mid-trial; --resume finishes the trial."""
+    steps = [*TINY, "total_timesteps=3072", "eval.every=512", "checkpoint_every=512"]
+    sweep = write_sweep(tmp_path / "long.yaml", trials=1, set=steps)
+    out = tmp_path / "long"
+    process = subprocess.Popen([sys.executable, "-m", "train.tune", str(sweep), "--out", str(out), "--address",
+                                ray_session], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    try:  # kill it once the trial has reported its first evaluation to Tune
+        while not any(path.stat().st_size for path in out.glob("*/result.json")):
+            assert process.poll() is None and time.monotonic() < deadline, "the sweep ended or never reported"
+            time.sleep(0.2)
+    finally:
+        process.kill()
+        process.wait()
+    assert not (out / "trials.json").exists()
+    assert main(["--resume", str(out)]) == 0
+    (trial,) = json.loads((out / "trials.json").read_text())["trials"]
+    assert trial["status"] == "finished" and trial["step"] == 3072
+    sessions = json.loads((Path(trial["run_dir"]) / "run_info.json").read_text())["sessions"]
+    assert len(sessions) == 2 and sessions[1]["from_step"] > 0  # continued from its checkpoint, not restarted
 
 
 # ------------------------------------------------------------------------------------ evaluation on Ray
