@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 import tempfile
@@ -126,6 +127,10 @@ def run_sweep(sweep: SweepConfig, sweep_dir: Path, resume: bool = False) -> list
     from ray.tune.search.optuna import OptunaSearch
 
     sweep_dir = sweep_dir.resolve()
+    # Keeping one pointer checkpoint per trial makes Tune save the experiment state at every report, so a killed
+    # sweep resumes from its last evaluations; Tune warns about those saves when trials report often. They are
+    # wanted here, and the state is small: silence the warning (unless the user set the threshold).
+    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     trainable = tune.with_resources(tune.with_parameters(run_trial, sweep=sweep, runs=str(sweep_dir / "runs")),
                                     {"cpu": sweep.cpus_per_trial})
     if resume:
