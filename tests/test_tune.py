@@ -34,10 +34,16 @@ TINY = yaml.safe_load(SMOKE.read_text())["set"]
 
 @pytest.fixture(scope="module")
 def ray_session():
-    """One local Ray for the module (its start-up takes seconds); the programs under test join it."""
-    ray.init(num_cpus=2, include_dashboard=False)
-    yield ray.get_runtime_context().gcs_address
-    ray.shutdown()
+    """One local Ray for the module (its start-up takes seconds); the programs under test join it.
+
+    Ray lowers its workers' priority (niceness 15) by default; next to the other test worker's busy processes
+    the trials would then wait for idle cores, and these tests for their time limit.
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAY_worker_niceness", "0")
+        ray.init(num_cpus=2, include_dashboard=False)
+        yield ray.get_runtime_context().gcs_address
+        ray.shutdown()
 
 
 def write_sweep(path: Path, **keys) -> Path:
