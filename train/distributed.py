@@ -51,7 +51,9 @@ def connect(address: str | None) -> bool:
     try:
         ray.init(address=address)
     except (ConnectionError, ValueError, RuntimeError) as error:
-        raise ConfigError(f"--address {address}: cannot join a Ray cluster there: {error}") from None
+        # Clusters started by `ray start` (Ray 2.59 and later) want a token that a client sends only when asked to.
+        raise ConfigError(f"--address {address}: cannot join a Ray cluster there: {error} (a cluster with token "
+                          f"authentication needs RAY_AUTH_MODE=token and its token: `ray get-auth-token`)") from None
     return True
 
 
