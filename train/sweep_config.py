@@ -38,6 +38,7 @@ from typing import Any
 
 import yaml
 
+from agents.files import write_text
 from train.config import ConfigError, TrainConfig, config_to_dict, load_config
 from train.policies import label
 from train.shipped import find_config
@@ -239,5 +240,5 @@ def load_sweep(path: str | Path, trials: int | None = None) -> SweepConfig:
 
 def save_sweep(sweep: SweepConfig, path: Path) -> None:
     """Write the sweep as run (base made absolute), so ``uno-tune --resume`` rebuilds it from the sweep folder."""
-    path.write_text(yaml.safe_dump({**sweep.raw, "name": sweep.name, "base": str(sweep.base),
-                                    "trials": sweep.trials}, sort_keys=False))
+    write_text(path, yaml.safe_dump({**sweep.raw, "name": sweep.name, "base": str(sweep.base),
+                                     "trials": sweep.trials}, sort_keys=False))

@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from agents.files import write_text
 from train.config import ConfigError
 from train.sweep_config import SweepConfig, load_sweep, save_sweep
 from train.sweep_report import TrialSummary, comparison_table, print_trials, trials_json
@@ -150,13 +151,13 @@ def run_sweep(sweep: SweepConfig, sweep_dir: Path, resume: bool = False) -> list
                                       checkpoint_config=tune.CheckpointConfig(num_to_keep=1)))
     grid = tuner.fit()
     trials = sorted((_summary(sweep, result) for result in grid), key=TrialSummary.sort_key)
-    (sweep_dir / "trials.json").write_text(json.dumps(trials_json(sweep, trials, sweep_dir / "best.yaml"),
-                                                      indent=1) + "\n")
+    write_text(sweep_dir / "trials.json", json.dumps(trials_json(sweep, trials, sweep_dir / "best.yaml"),
+                                                     indent=1) + "\n")
     best = next((t for t in trials if t.metric is not None), None)
     if best is not None:
         header = (f"The best trial ({best.trial}, {sweep.metric} {best.metric:.3f} at step {best.step:,}) of sweep "
                   f"{sweep.name} ({sweep_dir}).\nTrain it with: uno-train {sweep_dir / 'best.yaml'}")
-        (sweep_dir / "best.yaml").write_text(sweep.best_config_yaml(best.config, header))
+        write_text(sweep_dir / "best.yaml", sweep.best_config_yaml(best.config, header))
     return trials
 
 
@@ -236,7 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if sweep.compare:
         print(comparison_table(sweep, trials))
     if args.json:
-        args.json.write_text((sweep_dir / "trials.json").read_text())
+        write_text(args.json, (sweep_dir / "trials.json").read_text())
     if (sweep_dir / "best.yaml").exists():
         print(f"best config: {sweep_dir / 'best.yaml'}  (uno-train {shlex.quote(str(sweep_dir / 'best.yaml'))})")
     return 0
