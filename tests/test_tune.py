@@ -7,6 +7,7 @@ in which one trial crashes. Bad sweep files are refused before Ray starts.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import subprocess
 import sys
@@ -179,6 +180,9 @@ def test_killed_sweep_resumes(ray_session: str, tmp_path: Path):
         process.kill()
         process.wait()
     assert not (out / "trials.json").exists()
+    for lock in out.glob("runs/*/.lock"):  # Ray ends the dead driver's trial soon, not at once: wait for it
+        with open(lock) as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)  # granted once the trainer holding the run folder is gone
     assert main(["--resume", str(out)]) == 0
     (trial,) = json.loads((out / "trials.json").read_text())["trials"]
     assert trial["status"] == "finished" and trial["step"] == 3072
