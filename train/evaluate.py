@@ -41,6 +41,7 @@ from scipy import stats
 from tqdm import tqdm
 
 from train.policies import checkpoint_path, label, resolve_policy
+from train.table.records import record_match
 from uno_env.match import play_game
 from uno_env.opponents import Policy
 
@@ -182,8 +183,13 @@ def _init_worker() -> None:
 
 
 def _play_chunk(agent: Player, opponent: Player, seeds: np.ndarray, firsts: np.ndarray,
-                n_particles: int, deterministic: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Play deal pairs; returns the agent's scores and the game lengths, each (len(seeds), 2)."""
+                n_particles: int, deterministic: bool, save_games: Path | None = None,
+                first_pair: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Play deal pairs; returns the agent's scores and the game lengths, each (len(seeds), 2).
+
+    With ``save_games``, each game's record (:mod:`train.table.records`) is saved there, named by the matchup,
+    the deal pair's number (``first_pair`` is the number of this chunk's first pair) and a/b for the seats.
+    """
     agent_policy = _policy(agent, 0, deterministic)
     opponent_policy = _policy(opponent, 1, deterministic)
     scores = np.empty((len(seeds), 2))
@@ -191,7 +197,14 @@ def _play_chunk(agent: Player, opponent: Player, seeds: np.ndarray, firsts: np.n
     for i, (seed, first) in enumerate(zip(seeds, firsts, strict=True)):
         for game, (seats, agent_seat) in enumerate((((agent_policy, opponent_policy), 0),
                                                     ((opponent_policy, agent_policy), 1))):
-            result = play_game(seats, int(seed), first_player=int(first), n_particles=n_particles)
+            if save_games is None:
+                result = play_game(seats, int(seed), first_player=int(first), n_particles=n_particles)
+            else:
+                specs = (agent, opponent) if agent_seat == 0 else (opponent, agent)
+                result, record = record_match(seats, int(seed), int(first), [label(s) for s in specs],
+                                              n_particles=n_particles)
+                matchup = f"{label(agent)}-vs-{label(opponent)}"
+                record.save(save_games / f"{matchup}-pair{first_pair + i:05d}-{'ab'[game]}.json")
             scores[i, game] = 0.5 if result.winner == -1 else float(result.winner == agent_seat)
             lengths[i, game] = result.decisions
     return scores, lengths
@@ -205,15 +218,19 @@ def make_executor(workers: int) -> ProcessPoolExecutor:
 
 def run_matches(matchups: Sequence[tuple[Player, Player]], pairs: int, seed: int = 0, workers: int | None = None,
                 n_particles: int = 200, deterministic: bool = True,
-                executor: Executor | None = None, progress: bool = False) -> list[MatchResult]:
+                executor: Executor | None = None, progress: bool = False,
+                save_games: Path | None = None) -> list[MatchResult]:
     """Play every (agent, opponent) matchup on the same ``pairs`` deal pairs; results in matchup order.
 
     Games go to ``executor`` if given, else to a pool of ``workers`` processes (default: all
     cores; 1 plays in this process). The results do not depend on how games are spread.
     ``progress`` shows a progress bar of deal pairs on standard error (tqdm; only on a terminal).
+    ``save_games`` is a folder (created if missing) that receives every game's record as JSON.
     """
     if pairs < 1:
         raise ValueError(f"pairs must be at least 1, got {pairs}")
+    if save_games is not None:
+        save_games.mkdir(parents=True, exist_ok=True)
     seeds, firsts = deal_seeds(seed, pairs)
     workers = workers or os.cpu_count() or 1
     in_process = executor is None and workers == 1
@@ -228,14 +245,15 @@ def run_matches(matchups: Sequence[tuple[Player, Player]], pairs: int, seed: int
         if in_process:
             for m, (a, o) in enumerate(matchups):
                 for c, (lo, hi) in enumerate(bounds):
-                    parts[m, c] = _play_chunk(a, o, seeds[lo:hi], firsts[lo:hi], n_particles, deterministic)
+                    parts[m, c] = _play_chunk(a, o, seeds[lo:hi], firsts[lo:hi], n_particles, deterministic,
+                                              save_games, lo)
                     bar.update(hi - lo)
         else:
             own = executor is None
             pool = make_executor(workers) if own else executor
             try:
                 futures = {pool.submit(_play_chunk, a, o, seeds[lo:hi], firsts[lo:hi], n_particles,
-                                       deterministic): (m, c, hi - lo)
+                                       deterministic, save_games, lo): (m, c, hi - lo)
                            for m, (a, o) in enumerate(matchups) for c, (lo, hi) in enumerate(bounds)}
                 for future in as_completed(futures):
                     m, c, size = futures[future]
@@ -252,14 +270,15 @@ def run_matches(matchups: Sequence[tuple[Player, Player]], pairs: int, seed: int
 
 def evaluate(agent: Player, opponents: Sequence[Player] = ("random", "rule"), pairs: int = 200, seed: int = 0,
              workers: int | None = None, n_particles: int = 200, deterministic: bool = True,
-             executor: Executor | None = None, progress: bool = False) -> list[MatchResult]:
+             executor: Executor | None = None, progress: bool = False,
+             save_games: Path | None = None) -> list[MatchResult]:
     """Play ``agent`` against each opponent on ``pairs`` deal pairs (2 * pairs games each).
 
     Players are specs (:mod:`train.policies`: names, checkpoints, ``module:attribute``) or Policy
-    objects. See :func:`run_matches` for ``workers``/``executor``/``progress``.
+    objects. See :func:`run_matches` for ``workers``/``executor``/``progress``/``save_games``.
     """
     return run_matches([(agent, opponent) for opponent in opponents], pairs, seed, workers, n_particles,
-                       deterministic, executor, progress)
+                       deterministic, executor, progress, save_games)
 
 
 def format_table(results: Sequence[MatchResult]) -> str:
@@ -304,6 +323,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--n-particles", type=int, default=200, help="particles for belief='particles' players")
     parser.add_argument("--stochastic", action="store_true", help="checkpoints sample actions instead of argmax")
     parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
+    parser.add_argument("--save-games", type=Path, metavar="DIR",
+                        help="save every game's record (JSON, replay with uno-play --replay) in DIR")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress bar (it is drawn on standard error, and only on a terminal)")
     args = parser.parse_args(argv)
@@ -314,6 +335,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json and (args.json.is_dir() or not args.json.parent.is_dir()):  # checked before the long evaluation
         parser.error(f"--json {args.json}: " + ("is a folder" if args.json.is_dir() else
                                                 f"its folder {args.json.parent} does not exist"))
+    if args.save_games and (args.tournament or (args.save_games.exists() and not args.save_games.is_dir())):
+        parser.error(f"--save-games {args.save_games}: " + ("is not a folder" if not args.tournament else
+                                                            "saves the games of one agent's evaluation, "
+                                                            "not of a --tournament"))
     try:
         if args.tournament:
             from train.tournament import format_tournament, round_robin
@@ -326,7 +351,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if len(args.players) != 1:
                 parser.error("give one agent (or --tournament for several players)")
             results = evaluate(_agent_spec(args.players[0]), args.opponents, args.pairs, args.seed, args.workers,
-                               args.n_particles, not args.stochastic, progress=not args.no_progress)
+                               args.n_particles, not args.stochastic, progress=not args.no_progress,
+                               save_games=args.save_games)
             print(format_table(results))
             payload = [r.to_dict() for r in results]
     except (ValueError, FileNotFoundError) as error:

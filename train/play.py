@@ -1,226 +1,110 @@
-"""Play two-player UNO in the terminal against a built-in opponent or any Policy.
+"""``uno-play``: play UNO against any player, watch two players, replay a saved game, or open the browser table.
 
-    uno-play                                    # against the rule-based player
-    uno-play --opponent random --seed 7 --first agent
-    uno-play --opponent mypackage.players:MyPolicy --show-belief
-    python -m train.play --help
+    uno-play                                    # a match of 3 games against the rule-based player
+    uno-play --opponent ppo-counting --games 5 --show-belief --save-games games/
+    uno-play --replay games/uno-play-5.json --show-belief
+    uno-play --watch rule search --pace 0.5 [--hide-hands]
+    uno-play --web [--port 8000]                # the table in your browser, at http://127.0.0.1:8000/
 
-You sit in the ``"agent"`` seat of RULES.md. At each of your turns the table is shown (the top card,
-the colour in force, your hand, what happened since your last turn) with your legal moves numbered
-1..k: type a number and press Enter, or ``q`` to leave. When you have no playable card, or must take
-a +2/+4, the draw happens by itself. ``--seed`` replays the same deal and the same opponent; without
-it a seed is picked and printed, so any game can be replayed.
-
-``--opponent`` takes any player spec of :mod:`train.policies` (the same as ``uno-evaluate``): a registered
-name (``random``, ``rule``, and what the ``agents`` package registers, such as ``search``), a MaskablePPO
-checkpoint (a ``.zip``, a run folder, or a shipped agent under ``models/``), or ``module:attribute`` naming a
-Policy object, class or factory.
-
-``--show-belief`` prints, at each of your turns, what a card-counting belief tracker on the
-opponent's seat (:mod:`uno_env.belief`, fed exactly the opponent's public view) expects your hand to
-hold, next to what you really hold.
+Players (``--opponent``, ``--watch``) are specs of :mod:`train.policies`, as in ``uno-evaluate``: a registered
+name (``random``, ``rule``, ``search``, ...), a checkpoint (a ``.zip``, a run folder, a shipped agent such as
+``ppo-counting``), or ``module:attribute`` naming a Policy object, class or factory. ``--seed`` replays the
+same deals; without it a seed is picked and printed. The programs themselves live in :mod:`train.table`.
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
-from train.policies import resolve_policy
-from uno_env.cards import CARD_NAMES, DRAW_ACTION, action_card, action_colour, action_name
-from uno_env.env import render_table
-from uno_env.game import Game
-from uno_env.observation import SeatObserver
+from train.policies import label, resolve_policy
 from uno_env.opponents import Policy, policy_names
-from uno_env.view import PublicView, event_to_dict
 
-HUMAN, OPPONENT = 0, 1
 FIRST_CHOICES = ("agent", "opponent", "random")
-QUIT_WORDS = ("q", "quit", "exit")
-
-
-class BeliefWatch:
-    """What the opponent's seat could infer about the human's hand: a card-counting tracker fed every opponent view.
-
-    The tracker lives in a :class:`~uno_env.observation.SeatObserver` of the opponent's seat. It must see
-    every view the opponent's seat is given (:meth:`update`); to show the belief at the human's turn it
-    also needs the events since the opponent's last view, which it learns on a copy (:meth:`expected_hand`),
-    so the real tracker still receives each event exactly once.
-    """
-
-    #: Hands drawn from the belief to estimate the expected counts (the same ``sample_hands`` call the search
-    #: player determinizes with); enough for two decimals to be meaningful at a glance.
-    SAMPLES = 400
-
-    def __init__(self, game: Game, rng: np.random.Generator) -> None:
-        self.observer = SeatObserver(belief="counting")
-        self.observer.start(game, OPPONENT, rng)
-        self.rng = rng
-
-    def update(self, view: PublicView) -> None:
-        """Learn from a view of the opponent's seat (call for every one of them, in order)."""
-        self.observer.tracker.update(view)
-
-    def expected_hand(self, game: Game) -> np.ndarray:
-        """Expected copies of each card type in the human's hand, given the opponent's public view now."""
-        tracker = copy.deepcopy(self.observer.tracker)
-        tracker.update(game.observe(OPPONENT, consume_events=False))
-        return np.asarray(tracker.sample_hands(self.SAMPLES, self.rng), dtype=float).mean(axis=0)
-
-    def describe(self, game: Game, hand: Sequence[int], top: int = 6) -> list[str]:
-        """Lines for the terminal: the ``top`` card types the opponent most expects you to hold."""
-        expected = self.expected_hand(game)
-        order = sorted(range(len(expected)), key=lambda card: (-expected[card], card))[:top]
-        lines = [f"The opponent's card counting expects you to hold (top {top} card types):"]
-        lines += [f"  {CARD_NAMES[card]:<18} {expected[card]:5.2f} expected   you hold {hand[card]}"
-                  for card in order]
-        return lines
-
-
-def belief_watch_or_reason(game: Game, rng: np.random.Generator) -> tuple[BeliefWatch | None, str]:
-    """A :class:`BeliefWatch`, or ``None`` and why the belief cannot be shown in this installation."""
-    try:
-        return BeliefWatch(game, rng), ""
-    except ImportError as err:
-        return None, f"(--show-belief: the belief tracker is not available in this installation: {err})"
-
-
-def ask_move(legal: Sequence[int], read: Callable[[str], str], write: Callable[[str], None]) -> int | None:
-    """Prompt until the human picks one of ``legal`` by its number; ``None`` when they quit or input ends."""
-    for number, action in enumerate(legal, start=1):
-        write(f"  {number}) {action_name(action)}")
-    prompt = f"Your move [{'1' if len(legal) == 1 else f'1-{len(legal)}'}, q to quit]: "
-    while True:
-        try:
-            answer = read(prompt).strip()
-        except EOFError:
-            write("\nInput ended: leaving the game.")
-            return None
-        if answer.lower() in QUIT_WORDS:
-            write("You left the game.")
-            return None
-        if not answer:
-            write(f"Please type the number of a move, from 1 to {len(legal)}.")
-            continue
-        try:
-            number = int(answer)
-        except ValueError:
-            write(f"{answer!r} is not a number: type the number of a move, from 1 to {len(legal)}, or q to quit.")
-            continue
-        if not 1 <= number <= len(legal):
-            write(f"There is no move {number}: choose a number from 1 to {len(legal)}.")
-            continue
-        return legal[number - 1]
-
-
-def table_text(view: PublicView) -> str:
-    """The table from the human's side (render_table), with "you" in the events and no action-id line."""
-    events = []
-    for event in view.events:
-        entry = event_to_dict(event)
-        if entry.get("player") == "agent":
-            entry["player"] = "you"
-        events.append(entry)
-    text = render_table(view, events)
-    if view.outcome is None:  # the last line lists action ids; the human gets a numbered list instead
-        text = text.rsplit("\n", 1)[0]
-    return text
-
-
-def play(opponent: Policy, seed: int, first: str = "random", show_belief: bool = False,
-         read: Callable[[str], str] = input, write: Callable[[str], None] = print) -> str:
-    """Play one game between the human (via ``read``/``write``) and ``opponent``.
-
-    Returns ``"agent"``, ``"opponent"`` or ``"draw"`` for a finished game, ``"abandoned"`` when the human
-    quit or the input ended.
-    """
-    deal_seed, policy_seed, belief_seed = np.random.SeedSequence(seed).spawn(3)
-    rng = np.random.default_rng(deal_seed)
-    first_seat = {"agent": HUMAN, "opponent": OPPONENT}.get(first)
-    game = Game.deal(rng, int(rng.integers(2)) if first_seat is None else first_seat)
-    opponent.reset(int(np.random.default_rng(policy_seed).integers(2**62)))
-    observer = SeatObserver(getattr(opponent, "belief", "none"))
-    observer.start(game, OPPONENT, np.random.default_rng(policy_seed))
-    if hasattr(opponent, "observe_start"):  # the optional Policy hook (uno_env.opponents)
-        opponent.observe_start(game.observe(OPPONENT, consume_events=False))
-    watch = None
-    if show_belief:
-        watch, reason = belief_watch_or_reason(game, np.random.default_rng(belief_seed))
-        if watch is None:
-            write(reason)
-    write(f"You play against {getattr(opponent, 'name', type(opponent).__name__)}; seed {seed}; "
-          f"{'you move' if game.current == HUMAN else 'the opponent moves'} first.")
-
-    while not game.done:
-        if game.current == OPPONENT:
-            view = observer.observe(game, OPPONENT)
-            if watch is not None:
-                watch.update(view)
-            action = opponent.act(view)
-            if not game.is_legal(action):
-                raise RuntimeError(f"the opponent {type(opponent).__name__} chose an illegal action: "
-                                   + game.illegal_reason(action))
-            game.step(action)
-            continue
-        view = game.observe(HUMAN)
-        write("\n== Your turn ==")
-        write(table_text(view))
-        if watch is not None:
-            for line in watch.describe(game, view.hand):
-                write(line)
-        if view.legal_actions == [DRAW_ACTION]:
-            reason = f"You must draw {view.pending_draw}." if view.pending_draw else "No playable card: you draw."
-            write(reason)
-            game.step(DRAW_ACTION)
-            continue
-        # Numbered in hand order (card type, then declared colour) rather than by action id.
-        moves = sorted(view.legal_actions, key=lambda a: (action_card(a), action_colour(a)))
-        action = ask_move(moves, read, write)
-        if action is None:
-            return "abandoned"
-        game.step(action)
-
-    final = game.observe(HUMAN)
-    write("\n== Game over ==")
-    write(table_text(final))
-    return final.to_info()["winner"]
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``uno-play``."""
-    parser = argparse.ArgumentParser(
-        prog="uno-play", description="Play two-player UNO in the terminal against an agent or a built-in opponent.")
-    parser.add_argument("--opponent", default="rule",
-                        help="a registered name (" + ", ".join(policy_names()) + ", ...), a checkpoint .zip or "
-                             "run folder, or module:attribute naming a Policy object, class or factory "
-                             "(default: rule)")
-    parser.add_argument("--seed", type=int, default=None, help="seed of the deal and the opponent (default: random)")
+    parser = argparse.ArgumentParser(prog="uno-play", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__.split("\n\n", 1)[1])
+    player_help = ("a registered name (" + ", ".join(policy_names()) + ", ...), a checkpoint .zip or run folder, "
+                   "or module:attribute naming a Policy object, class or factory")
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--watch", nargs=2, metavar=("A", "B"), help="watch player A against player B: " + player_help)
+    modes.add_argument("--replay", type=Path, metavar="FILE", help="step through a saved game record")
+    modes.add_argument("--web", action="store_true", help="serve the table as a local web page")
+    parser.add_argument("--opponent", default="rule", help=player_help + " (default: rule)")
+    parser.add_argument("--seed", type=int, default=None, help="seed of the first game (default: random)")
     parser.add_argument("--first", choices=FIRST_CHOICES, default="random",
-                        help="who moves first: agent (you), opponent, or random (default)")
+                        help="who moves first in the first game, then alternating; random: drawn for each game")
+    parser.add_argument("--games", type=int, default=None,
+                        help="games in a match (default: 3 when you play, 1 when you watch)")
     parser.add_argument("--show-belief", action="store_true",
-                        help="show what the opponent's card counting expects your hand to hold")
+                        help="show what card counting infers about the hidden hand(s)")
+    parser.add_argument("--save-games", type=Path, metavar="DIR", help="save each game's record (JSON) in DIR")
+    parser.add_argument("--pace", type=float, default=1.0, help="--watch: seconds between moves (default 1)")
+    parser.add_argument("--hide-hands", action="store_true", help="--watch: show card counts, not the hands")
+    parser.add_argument("--host", default="127.0.0.1", help="--web: address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="--web: port (default 8000; 0 picks a free one)")
     return parser
+
+
+def _player(parser: argparse.ArgumentParser, option: str, spec: str) -> Policy:
+    try:
+        return resolve_policy(spec)
+    except (ValueError, TypeError) as err:
+        parser.error(f"{option} {spec}: {err}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``uno-play`` and ``python -m train.play``; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.seed is not None and not 0 <= args.seed < 2**63:
-        parser.error(f"--seed must be in 0..{2**63 - 1}, got {args.seed}")
-    try:
-        opponent = resolve_policy(args.opponent)
-    except (ValueError, TypeError) as err:
-        parser.error(f"--opponent {args.opponent}: {err}")
+    if args.seed is not None and not 0 <= args.seed < 2**62:
+        parser.error(f"--seed must be in 0..{2**62 - 1}, got {args.seed}")
+    if args.games is not None and args.games < 1:
+        parser.error(f"--games must be at least 1, got {args.games}")
+    if args.pace < 0:
+        parser.error(f"--pace must be at least 0 seconds, got {args.pace}")
+    if not 0 <= args.port < 65536:
+        parser.error(f"--port must be in 0..65535, got {args.port}")
+    if args.save_games is not None and args.save_games.exists() and not args.save_games.is_dir():
+        parser.error(f"--save-games {args.save_games}: exists and is not a folder")
     seed = args.seed if args.seed is not None else int(np.random.default_rng().integers(1_000_000))
     try:
-        play(opponent, seed, args.first, args.show_belief)
+        if args.replay is not None:
+            from train.table.records import load_record
+            from train.table.replay import replay
+
+            try:
+                record = load_record(args.replay)
+            except (OSError, ValueError) as err:
+                parser.error(f"--replay: {err}")
+            replay(record, show_belief=args.show_belief)
+        elif args.watch is not None:
+            from train.table.watch import watch
+
+            players = [_player(parser, "--watch", spec) for spec in args.watch]
+            watch(players, [label(spec) for spec in args.watch], seed, games=args.games or 1, pace=args.pace,
+                  show_hands=not args.hide_hands, save_dir=args.save_games)
+        elif args.web:
+            from train.table.web import serve
+
+            _player(parser, "--opponent", args.opponent)  # a bad default opponent is refused before serving
+            serve(args.host, args.port, default_opponent=args.opponent, save_dir=args.save_games)
+        else:
+            from train.table.terminal import TerminalGame
+
+            opponent = _player(parser, "--opponent", args.opponent)
+            TerminalGame(opponent, label(args.opponent), seed, games=args.games or 3, first=args.first,
+                         show_belief=args.show_belief, save_dir=args.save_games).run()
     except KeyboardInterrupt:
-        print("\nInterrupted: leaving the game.")
+        print("\nInterrupted: leaving.")
         return 130
     return 0
 
