@@ -7,11 +7,12 @@ the output is not a terminal or ``NO_COLOR`` is set, so the same text reads well
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from rich.console import Group
+from rich.console import Console, Group
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -23,6 +24,11 @@ _STYLE = {0: "bold white on red3", 1: "bold white on green4", 2: "bold white on 
           3: "bold black on gold1", -1: "bold white on grey15"}
 _COLOUR_STYLE = {0: "bold red3", 1: "bold green4", 2: "bold dodger_blue2", 3: "bold gold1"}
 _RANK_LABELS = {"draw2": "+2"}
+
+
+def line_reader(console: Console) -> Callable[[str], str]:
+    """Read a line after showing a prompt as plain text (``console.input`` alone would read "[y/N]" as markup)."""
+    return lambda prompt: console.input(escape(prompt))
 
 
 def card_label(card: int) -> str:

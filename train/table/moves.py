@@ -76,8 +76,10 @@ def menu(view: PublicView) -> list[int]:
 
 
 def parse_colour(text: str) -> int | None:
-    """A colour index from ``r``/``red``/``Red``/``yelow``..., or ``None`` if the text names no colour."""
+    """A colour index from ``r``/``red``/``Red``/``yelow``/``1``-``4``..., or ``None`` if the text names no colour."""
     word = _spell(text.strip().lower())
+    if word in ("1", "2", "3", "4"):
+        return int(word) - 1
     for index, colour in enumerate(COLOURS):
         if word and colour.startswith(word):
             return index
@@ -174,6 +176,10 @@ def _check(card: int, colour: int | None, view: PublicView) -> Move | Reply:
     """The move that plays ``card`` (declaring ``colour`` for a wild), or why it cannot be played now."""
     name = CARD_NAMES[card]
     if not view.hand[card]:
+        other = WILD + WILD_DRAW4 - card  # "wild" when the hand only has the +4, or the other way round
+        if card >= WILD and view.hand[other]:
+            return Reply(f"You have no {name} in your hand, but a {CARD_NAMES[other]}: type "
+                         + ("'+4' and a colour." if other == WILD_DRAW4 else "'wild' and a colour."))
         return Reply(f"You have no {name} in your hand.")
     actions = [a for a in card_actions(card) if a in view.legal_actions]
     if not actions:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.text import Text
 
-from train.table.console import belief_table, event_text, table_lines
+from train.table.console import belief_table, event_text, line_reader, table_lines
 from train.table.records import GameRecord, Position, positions
 from train.table.session import expected_opponent_hand
 
@@ -55,7 +55,7 @@ def replay(record: GameRecord, *, show_belief: bool = False, console: Console | 
            ask: Callable[[str], str] | None = None) -> None:
     """Step through ``record`` interactively until ``q`` or the end of input."""
     console = console or Console(highlight=False)
-    ask = ask or console.input
+    ask = ask or line_reader(console)
     steps = positions(record)
     last = len(steps) - 1
     at = 0

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console
 
-from train.table.console import belief_table, card_text, colour_text, event_text, plural, table_lines
+from train.table.console import belief_table, card_text, colour_text, event_text, line_reader, plural, table_lines
 from train.table.moves import EXAMPLES, Move, Reply, menu, parse_colour, parse_move
 from train.table.session import TableGame, expected_opponent_hand
 from uno_env.cards import COLOURS, NUM_COLOURED_RANKS, WILD, card_actions
@@ -80,7 +80,7 @@ class TerminalGame:
         self.seed, self.games, self.first = seed, games, first
         self.show_belief, self.save_dir = show_belief, save_dir
         self.console = console or Console(highlight=False)
-        self.ask = ask or self.console.input
+        self.ask = ask or line_reader(self.console)
         self.played = 0  # games dealt so far, across rematches: game k uses seed + k
 
     def run(self) -> Score:
@@ -179,7 +179,7 @@ class TerminalGame:
         self.console.print("Which colour for your ", card_text(move.card), "? You hold ",
                            *[part for c in range(4) for part in (colour_text(c), f" {held[c]}  ")], sep="")
         while True:
-            colour = parse_colour(self._read("Colour (red, green, blue, yellow; r/g/b/y): "))
+            colour = parse_colour(self._read("Colour (1 red, 2 green, 3 blue, 4 yellow; or r/g/b/y): "))
             if colour is not None:
                 return card_actions(move.card)[colour]  # a wild's four actions, in colour order
             self.console.print(f"[yellow]Please type one of {', '.join(COLOURS)} (or its first letter).[/yellow]")
