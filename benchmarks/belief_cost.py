@@ -33,7 +33,7 @@ from uno_env import UnoEnv
 from uno_env.belief import make_belief
 from uno_env.game import Game
 from uno_env.match import _streams
-from uno_env.opponents import make_policy
+from uno_env.policy import make_policy
 from uno_env.view import PublicView
 
 

@@ -35,7 +35,7 @@ from agents.search import SearchPolicy, play_oracle_game
 from train.evaluate import deal_seeds, paired_interval
 from uno_env.cards import COPIES, NUM_CARD_TYPES
 from uno_env.match import play_game
-from uno_env.opponents import make_policy
+from uno_env.policy import make_policy
 from uno_env.view import PublicView
 
 PLAYERS = ("uniform", "counting", "particles", "oracle")

@@ -771,7 +771,7 @@ def test_env_checkers_with_beliefs(kwargs):
     obs, info = env.reset(seed=1)
     rng = np.random.default_rng(1)
     for _ in range(20):
-        assert np.array_equal(obs[BASE_SIZE:], env._observer.tracker.features()) and obs in env.observation_space
+        assert np.array_equal(obs[BASE_SIZE:], env._agent_seat.observer.tracker.features()) and obs in env.observation_space
         obs, _, terminated, _, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
         if terminated:
             break
@@ -817,7 +817,7 @@ def test_maskable_ppo_learns_with_particles_and_its_checkpoint_refuses_counting(
             _, _, terminated, _, info = host.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
             if terminated:
                 break
-        assert plays > 0 and isinstance(host._opponent_observer.tracker, ParticleBelief)
+        assert plays > 0 and isinstance(host._opponent_seat.observer.tracker, ParticleBelief)
     finally:
         torch.set_num_threads(threads)
 
@@ -901,4 +901,4 @@ def test_env_particle_filter_does_not_model_its_opponent():
     for opponent in ("random", "rule"):
         env = UnoEnv(opponent=opponent, belief="particles", n_particles=32)
         env.reset(seed=0)
-        assert env._observer.tracker.model is None
+        assert env._agent_seat.observer.tracker.model is None

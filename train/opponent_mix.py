@@ -7,8 +7,8 @@ self-play pool). The trainer changes the mix and the pool while the run goes on 
 ``set_opponent_mix`` on every env (:class:`OpponentMixWrapper` exposes it through
 ``VecEnv.env_method``, also across processes).
 
-All players in the mix must declare the same ``belief`` setting, because the env builds the
-opponent seat's observation encoder once, from the embedded policy's ``belief`` attribute.
+All players in the mix must declare the same belief setting, because the env builds the
+opponent seat's observation encoder once, from the embedded policy's ``needs``.
 """
 
 from __future__ import annotations
@@ -20,15 +20,16 @@ import numpy as np
 
 from train.config import SELF, ConfigError, TrainConfig
 from train.policies import checkpoint_path, resolve_policy, spec_belief
-from uno_env.opponents import Policy
+from uno_env.belief import BeliefKind
+from uno_env.policy import Needs, Policy
 from uno_env.view import PublicView
 
 
 class OpponentMix:
     """A Policy that plays each game as one player drawn from ``mix`` (weights) and the self-play ``pool``."""
 
-    def __init__(self, mix: dict[str, float], pool: list[str] | None = None, belief: str = "none") -> None:
-        self.belief = belief
+    def __init__(self, mix: dict[str, float], pool: list[str] | None = None, belief: BeliefKind = "none") -> None:
+        self.needs = Needs(belief)
         self._players: dict[str, Policy] = {}
         self.mix: dict[str, float] = {}
         self.pool: list[str] = []

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from agents.ppo import PPOPolicy, read_settings
-from train.shipped import MODELS_DIR  # shipped agents: a bare name like ``ppo-none`` is MODELS_DIR / name
+from agents.shipped import MODELS_DIR, shipped_names  # a bare name like ``ppo-none`` is MODELS_DIR / name
+from uno_env.belief import BeliefKind
 from uno_env.cards import short_repr
-from uno_env.opponents import Policy, make_policy, policy_names
+from uno_env.policy import Policy, make_policy, needs_of, policy_names
 
 _CHECKPOINT_NAMES = ("model.zip", "best_model.zip")
 
@@ -43,7 +44,7 @@ def resolve_policy(spec: str | Policy, deterministic: bool = True) -> Policy:
     """
     if not isinstance(spec, str):
         return make_policy(spec)
-    if spec in policy_names():
+    if spec in policy_names() and spec not in shipped_names():  # shipped agents load below, as asked to play
         return make_policy(spec)
     path = checkpoint_path(spec)
     if path is not None:
@@ -70,14 +71,12 @@ def validate_spec(spec: str) -> str | None:
             "or module:attribute")
 
 
-def spec_belief(spec: str | Policy) -> str:
+def spec_belief(spec: str | Policy) -> BeliefKind:
     """The belief setting a player declares (read from a checkpoint without loading the network)."""
-    if isinstance(spec, str):
-        path = checkpoint_path(spec)
-        if path is not None:
-            return read_settings(path)["belief"]
-        return "none" if spec in policy_names() else getattr(resolve_policy(spec), "belief", "none")
-    return getattr(spec, "belief", "none")
+    path = checkpoint_path(spec) if isinstance(spec, str) else None
+    if path is not None:
+        return read_settings(path)["belief"]
+    return needs_of(resolve_policy(spec)).belief
 
 
 def label(spec: str | Policy) -> str:

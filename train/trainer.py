@@ -56,7 +56,7 @@ from train.pretrain import warm_start
 from uno_env.belief.quality import METRICS, cluster_mean, measure_quality
 from uno_env.env import UnoEnv
 from uno_env.observation import PRIVILEGED_SIZE
-from uno_env.opponents import Policy
+from uno_env.policy import Policy, needs_of
 
 _LOCK = ".lock"
 _SCORE = {"agent": 1.0, "opponent": 0.0, "draw": 0.5}
@@ -142,7 +142,7 @@ def belief_log_loss(player: str | Policy, opponent: str | Policy, games: int, se
     counting (``log_loss_counting``). ``player`` is a checkpoint or Policy whose ``belief`` is not ``"none"``.
     """
     policy, rival = resolve_policy(player), resolve_policy(opponent)
-    kind = getattr(policy, "belief", "none")
+    kind = needs_of(policy).belief
     if kind == "none":
         raise ValueError(f"{label(player)} has belief='none': there is no belief to measure")
     # measure_quality takes Policy objects as well as names (make_policy passes them through) in one process.

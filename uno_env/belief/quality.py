@@ -54,7 +54,8 @@ from uno_env.belief.models import opponent_model
 from uno_env.cards import NUM_CARD_TYPES, WILD, card_colour, full_deck
 from uno_env.game import Game
 from uno_env.match import play_game
-from uno_env.opponents import Policy, make_policy
+from uno_env.policy import Policy, make_policy, needs_of, policy_names
+from uno_env.seat import Seat, start_game
 from uno_env.view import RESHUFFLE, PublicView
 
 #: Marginal probabilities are clipped below at this value before taking logs.
@@ -131,7 +132,7 @@ class _Scorer:
 
     def __init__(self, policy: Policy, trackers: list[Any]) -> None:
         self.policy, self.trackers = policy, trackers
-        self.belief = getattr(policy, "belief", "none")
+        self.needs = needs_of(policy)
         self.game: Game | None = None
         self.rows: list[np.ndarray] = []
 
@@ -267,13 +268,10 @@ def _exact_games(tracked: str, opponent: str, spec_args: dict[str, Any], hand_si
     model = opponent_model(rival)
     sums, counts = [], []
     for seed, first in zip(seeds, firsts, strict=True):
-        rng = np.random.default_rng(seed)
-        game = small_position(rng, hand_size, deck_size, first)
+        seats = [Seat(0, make_policy(tracked)), Seat(1, rival)]
+        game = start_game(seats, seed, start=small_position(np.random.default_rng(seed), hand_size, deck_size, first))
         exacts = [ExactBelief(None, max_support)] + ([ExactBelief(model, max_support)] if model else [])
         trackers = [spec.make(np.random.default_rng([seed, i])) for i, spec in enumerate(specs)] + exacts
-        policies = [make_policy(tracked), rival]
-        for seat, policy in enumerate(policies):
-            policy.reset(int(rng.integers(2**62)) + seat)
         rows = []
         try:
             start = game.observe(0)
@@ -285,7 +283,8 @@ def _exact_games(tracked: str, opponent: str, spec_args: dict[str, Any], hand_si
             for tracker in trackers[:-len(exacts)]:
                 tracker.reset(start)
             while not game.done:
-                view = game.observe(game.current)
+                seat = seats[game.current]
+                view = seat.observe(game)
                 if game.current == 0:
                     if any(event[0] == RESHUFFLE for event in view.events):
                         raise _Stop  # the pool grows by the discard pile: too large to enumerate
@@ -302,7 +301,7 @@ def _exact_games(tracked: str, opponent: str, spec_args: dict[str, Any], hand_si
                     row = [marginal_scores(marg, hand)[:, :1]]
                     row += [distances(marg, marg[len(specs) + e], pool) for e in range(len(exacts))]
                     rows.append(np.hstack(row))
-                game.step(policies[game.current].act(view))
+                game.step(seat.act(game, view))
         except _Stop:
             pass
         width = 1 + 2 * len(exacts)
@@ -385,8 +384,6 @@ def _positive(text: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m uno_env.belief.quality``: print the quality tables (Markdown) for the given settings."""
-    from uno_env.opponents import policy_names
-
     parser = argparse.ArgumentParser(prog="python -m uno_env.belief.quality", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--games", type=_positive, default=200, help="games to play (default 200)")
