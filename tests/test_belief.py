@@ -771,7 +771,8 @@ def test_env_checkers_with_beliefs(kwargs):
     obs, info = env.reset(seed=1)
     rng = np.random.default_rng(1)
     for _ in range(20):
-        assert np.array_equal(obs[BASE_SIZE:], env._agent_seat.observer.tracker.features()) and obs in env.observation_space
+        tracker = env._agent_seat.observer.tracker
+        assert np.array_equal(obs[BASE_SIZE:], tracker.features()) and obs in env.observation_space
         obs, _, terminated, _, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
         if terminated:
             break

@@ -143,7 +143,7 @@ def test_bad_opponent_is_a_usage_error(capsys, spec):
 
 
 def test_python_dash_m_runs_the_game():
-    result = subprocess.run([sys.executable, "-m", "train.play", "--seed", "1", "--first", "agent"], input="x\nq\n",
+    result = subprocess.run([sys.executable, "-m", "train.cli.play", "--seed", "1", "--first", "agent"], input="x\nq\n",
                             capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert result.returncode == 0, result.stderr
     assert "'x' is not a number" in result.stdout

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from uno_testlib import DRAW, FirstLegalPolicy, act, scenario, wild_actions
@@ -9,7 +13,9 @@ from uno_testlib import DRAW, FirstLegalPolicy, act, scenario, wild_actions
 from uno_env import policy as policy_module
 from uno_env.game import Game
 from uno_env.opponents import RandomPolicy, RulePolicy
-from uno_env.policy import Policy, make_policy, policy_names, register_policy
+from uno_env.policy import NO_NEEDS, Needs, Policy, make_policy, needs_of, policy_names, register_policy
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_make_policy_by_name_and_object():
@@ -46,3 +52,34 @@ def test_register_policy(monkeypatch):
                               np.random.default_rng(0)).observe(0)
     assert policy.act(view) == min(view.legal_actions) == act("red:5")
     assert wild_actions("wild") <= set(view.legal_actions)
+
+
+def run_python(code: str) -> str:
+    """Run ``code`` in a fresh interpreter from the project root; its standard output."""
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_built_in_names_need_only_import_uno_env():
+    """``import uno_env`` imports no agents, train or torch; the registry finds "search" and shipped agents itself."""
+    out = run_python(
+        "import sys, gymnasium as gym, uno_env\n"
+        "print(sorted(m for m in ('agents', 'train', 'torch') if m in sys.modules))\n"
+        "for name in ('search', 'ppo-none'):\n"
+        "    env = gym.make('Uno-v0', opponent=name)\n"
+        "    obs, info = env.reset(seed=0)\n"
+        "    env.step(int(info['action_mask'].nonzero()[0][0]))\n"
+        "    print(type(env.unwrapped.opponent).__name__)\n")
+    assert out.split("\n")[:3] == ["[]", "SearchPolicy", "PPOPolicy"]
+
+
+def test_policies_declare_needs():
+    class Tracking(RandomPolicy):
+        needs = Needs(belief="counting")
+
+    assert needs_of(RandomPolicy()) == NO_NEEDS == Needs("none")
+    assert needs_of(Tracking()).belief == "counting"
+    assert needs_of(make_policy("search")) == NO_NEEDS, "the search player keeps its own belief"
+    with pytest.raises(TypeError, match="Needs"):
+        needs_of(type("Bad", (RandomPolicy,), {"needs": "counting"})())

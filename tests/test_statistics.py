@@ -1,5 +1,5 @@
-"""Evaluation statistics pinned to values computed by hand: train.evaluate's intervals and scores,
-train.tournament's Bradley-Terry ratings.
+"""Evaluation statistics pinned to values computed by hand: train.evaluation.statistics's intervals and scores,
+train.evaluation.tournament's Bradley-Terry ratings.
 
 Reference numbers are worked out here from the textbook formulas, with Student's t quantiles from a printed
 table (t_{0.975, df}), so a wrong degrees-of-freedom, a wrong n or a wrong draw score changes a number the
@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from train import evaluate
-from train.evaluate import paired_interval, run_matches, t_quantile_975, wilson_interval
-from train.tournament import bradley_terry
+from train.evaluation.matches import run_matches
+from train.evaluation.statistics import paired_interval, t_quantile_975, wilson_interval
+from train.evaluation.tournament import bradley_terry
 from uno_env.match import GameResult
 from uno_env.opponents import RandomPolicy
 

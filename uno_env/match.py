@@ -36,7 +36,7 @@ def play_game(policies: tuple[Policy, Policy], seed: int, first_player: int = 0,
     action raises :class:`~uno_env.game.IllegalActionError`.
     ``on_deal(game)``, if given, receives the dealt game before anyone moves: it is for measurement
     code that needs the hidden state (the search player's oracle) and for a privileged critic's training
-    inputs (``train.pretrain``), never for a policy's decisions.
+    inputs (``train.training.pretrain``), never for a policy's decisions.
     """
     seats = [Seat(index, policy, n_particles=n_particles) for index, policy in enumerate(policies)]
     game = start_game(seats, seed, first_player)

@@ -35,8 +35,8 @@ import torch
 
 from agents.ppo import PPOPolicy
 from train.config import SELF, TrainConfig
-from train.opponent_mix import OpponentMix, opponent_belief
 from train.policies import resolve_policy
+from train.training.opponent_mix import OpponentMix, opponent_belief
 from uno_env.belief import BeliefKind
 from uno_env.game import Game
 from uno_env.match import play_game

@@ -19,7 +19,8 @@ import gymnasium as gym
 import numpy as np
 
 from train.config import SELF, ConfigError, TrainConfig
-from train.policies import checkpoint_path, resolve_policy, spec_belief
+from train.policies import resolve_policy, spec_belief
+from train.specs import checkpoint_path
 from uno_env.belief import BeliefKind
 from uno_env.policy import Needs, Policy
 from uno_env.view import PublicView
@@ -94,7 +95,7 @@ class OpponentMixWrapper(gym.Wrapper):
 
 
 def opponent_belief(config: TrainConfig) -> str:
-    """The one belief setting shared by every checkpoint the schedule can seat (see ``train.opponent_mix``)."""
+    """The one belief setting shared by every checkpoint the schedule can seat (see ``train.training.opponent_mix``)."""
     beliefs = {spec: spec_belief(spec) for phase in config.opponents for spec in phase.mix
                if spec != SELF and checkpoint_path(spec) is not None}
     if config.uses_self_play():

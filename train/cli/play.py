@@ -3,7 +3,7 @@
     uno-play                                    # against the rule-based player
     uno-play --opponent random --seed 7 --first agent
     uno-play --opponent mypackage.players:MyPolicy --show-belief
-    python -m train.play --help
+    python -m train.cli.play --help
 
 You sit in the ``"agent"`` seat of RULES.md. At each of your turns the table is shown (the top card,
 the colour in force, your hand, what happened since your last turn) with your legal moves numbered
@@ -186,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``uno-play`` and ``python -m train.play``; returns the exit status."""
+    """Entry point of ``uno-play`` and ``python -m train.cli.play``; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.seed is not None and not 0 <= args.seed < 2**63:
