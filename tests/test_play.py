@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from train import play
+from train.cli import play
 from uno_env import observation
 from uno_env.opponents import RandomPolicy
 from uno_env.view import PLAY

@@ -27,6 +27,7 @@ from train.training.pretrain import collect
 from train.training.trainer import CardCountShaping, belief_log_loss, train
 from uno_env.env import UnoEnv
 from uno_env.opponents import RulePolicy
+from uno_env.policy import Needs
 
 TINY: dict[str, Any] = {
     "name": "tiny", "seed": 0, "total_timesteps": 256, "n_envs": 2, "vec_env": "dummy", "checkpoint_every": 128,
@@ -252,7 +253,7 @@ def test_belief_quality_scalars(belief_run: Path):
 class ParticleRule(RulePolicy):
     """The rule player declaring particle-filter belief features (it ignores them)."""
 
-    belief = "particles"
+    needs = Needs(belief="particles")
 
 
 def test_belief_log_loss_of_particles_beats_counting():

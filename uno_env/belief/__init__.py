@@ -15,7 +15,7 @@ impossible by construction. ``features()`` returns the :data:`BELIEF_FEATURES` c
 :data:`FEATURE_NAMES` (expected count of each card type in the opponent's hand, probabilities that it can
 play on each colour, holds a wild, can play on the current top card). ``sample_hands`` draws opponent hands
 for determinizing planners. :class:`ExactBelief` enumerates the exact posterior on small positions (the
-reference of the tests and of the quality measurement, ``python -m train.evaluation.belief_quality``).
+reference of the tests and of the quality measurement, ``python -m train.cli.belief_quality``).
 docs/BELIEF.md has the maths, each update case and the measured quality and cost.
 """
 
