@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 import torch
 from gymnasium import spaces
+from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.torch_layers import FlattenExtractor
 
@@ -269,8 +270,6 @@ def load_network(path: str | Path, settings: dict[str, Any] | None = None, trust
         _check_architecture(path, record, settings)
     if problem is not None:
         if trusted:
-            from sb3_contrib import MaskablePPO
-
             return MaskablePPO.load(path, device="cpu").policy
         raise ValueError(f"{path} cannot be loaded safely: {problem}; loading it would mean unpickling code from "
                          f"it (set {TRUST_VARIABLE}=1 only for a file from a source you trust)")
@@ -327,8 +326,6 @@ def load_model(path: str | Path, env: Any = None, **kwargs: Any) -> Any:
     The env's observation settings must match the checkpoint's; otherwise ``ValueError`` names both.
     Extra ``kwargs`` go to ``MaskablePPO.load`` (e.g. ``tensorboard_log``).
     """
-    from sb3_contrib import MaskablePPO
-
     saved = read_settings(path, trusted=False)
     if env is not None:
         check_settings(path, saved, _env_belief(env), int(np.prod(env.observation_space.shape)))

@@ -39,6 +39,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 import yaml
+from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure as configure_logger
@@ -455,8 +456,6 @@ def _repair_records(run_dir: Path, step: int) -> None:
 
 def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None, quiet: bool) -> Path:
     """:func:`train`, with the run folder locked."""
-    from sb3_contrib import MaskablePPO
-
     checkpoints = run_dir / "checkpoints"
     opponent_belief(config)  # a ConfigError here, before the envs are built, names the checkpoints at fault
     if resume:
