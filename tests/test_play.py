@@ -6,13 +6,13 @@ import io
 import re
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from train import play
+from train.cli import play
+from uno_env import observation
 from uno_env.opponents import RandomPolicy
 from uno_env.view import PLAY
 
@@ -118,14 +118,9 @@ def test_opponent_first_moves_before_the_human(monkeypatch, capsys):
     assert re.search(r"^  - opponent (played|drew)", turns(out)[0], flags=re.MULTILINE)
 
 
-def test_show_belief_prints_the_opponents_expectation_or_why_not(monkeypatch, capsys):
+def test_show_belief_prints_the_opponents_expectation(monkeypatch, capsys):
     _, out = run_main(monkeypatch, capsys, ["--seed", "3", "--first", "agent", "--show-belief"], "q\n")
-    try:
-        import uno_env.belief  # noqa: F401
-    except ImportError:
-        assert "the belief tracker is not available" in out
-    else:
-        assert "The opponent's card counting expects you to hold" in out
+    assert "The opponent's card counting expects you to hold" in out
 
 
 @pytest.mark.parametrize(("spec", "shown"), [
@@ -148,7 +143,7 @@ def test_bad_opponent_is_a_usage_error(capsys, spec):
 
 
 def test_python_dash_m_runs_the_game():
-    result = subprocess.run([sys.executable, "-m", "train.play", "--seed", "1", "--first", "agent"], input="x\nq\n",
+    result = subprocess.run([sys.executable, "-m", "train.cli.play", "--seed", "1", "--first", "agent"], input="x\nq\n",
                             capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert result.returncode == 0, result.stderr
     assert "'x' is not a number" in result.stdout
@@ -180,10 +175,7 @@ class RecordingTracker:
 
 
 def test_belief_watch_learns_every_opponent_event_exactly_once(monkeypatch):
-    fake = types.ModuleType("uno_env.belief")
-    fake.BELIEF_FEATURES = 3
-    fake.make_belief = lambda kind, n_particles, rng, opponent_policy=None: RecordingTracker()
-    monkeypatch.setitem(sys.modules, "uno_env.belief", fake)
+    monkeypatch.setattr(observation, "make_belief", lambda kind, n_particles, rng: RecordingTracker())
     monkeypatch.setattr(RecordingTracker, "snapshots", [])
     lines: list[str] = []
     result = play.play(RandomPolicy(), seed=5, first="agent", show_belief=True, read=lambda prompt: "1",

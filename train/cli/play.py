@@ -3,7 +3,7 @@
     uno-play                                    # against the rule-based player
     uno-play --opponent random --seed 7 --first agent
     uno-play --opponent mypackage.players:MyPolicy --show-belief
-    python -m train.play --help
+    python -m train.cli.play --help
 
 You sit in the ``"agent"`` seat of RULES.md. At each of your turns the table is shown (the top card,
 the colour in force, your hand, what happened since your last turn) with your legal moves numbered
@@ -31,11 +31,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from train.policies import resolve_policy
+from uno_env.ansi import render_table
 from uno_env.cards import CARD_NAMES, DRAW_ACTION, action_card, action_colour, action_name
-from uno_env.env import render_table
 from uno_env.game import Game
 from uno_env.observation import SeatObserver
-from uno_env.opponents import Policy, policy_names
+from uno_env.policy import Policy, policy_names
+from uno_env.seat import Seat, game_seeds, start_game
 from uno_env.view import PublicView, event_to_dict
 
 HUMAN, OPPONENT = 0, 1
@@ -79,14 +80,6 @@ class BeliefWatch:
         lines += [f"  {CARD_NAMES[card]:<18} {expected[card]:5.2f} expected   you hold {hand[card]}"
                   for card in order]
         return lines
-
-
-def belief_watch_or_reason(game: Game, rng: np.random.Generator) -> tuple[BeliefWatch | None, str]:
-    """A :class:`BeliefWatch`, or ``None`` and why the belief cannot be shown in this installation."""
-    try:
-        return BeliefWatch(game, rng), ""
-    except ImportError as err:
-        return None, f"(--show-belief: the belief tracker is not available in this installation: {err})"
 
 
 def ask_move(legal: Sequence[int], read: Callable[[str], str], write: Callable[[str], None]) -> int | None:
@@ -138,35 +131,21 @@ def play(opponent: Policy, seed: int, first: str = "random", show_belief: bool =
     Returns ``"agent"``, ``"opponent"`` or ``"draw"`` for a finished game, ``"abandoned"`` when the human
     quit or the input ended.
     """
-    deal_seed, policy_seed, belief_seed = np.random.SeedSequence(seed).spawn(3)
-    rng = np.random.default_rng(deal_seed)
-    first_seat = {"agent": HUMAN, "opponent": OPPONENT}.get(first)
-    game = Game.deal(rng, int(rng.integers(2)) if first_seat is None else first_seat)
-    opponent.reset(int(np.random.default_rng(policy_seed).integers(2**62)))
-    observer = SeatObserver(getattr(opponent, "belief", "none"))
-    observer.start(game, OPPONENT, np.random.default_rng(policy_seed))
-    if hasattr(opponent, "observe_start"):  # the optional Policy hook (uno_env.opponents)
-        opponent.observe_start(game.observe(OPPONENT, consume_events=False))
-    watch = None
-    if show_belief:
-        watch, reason = belief_watch_or_reason(game, np.random.default_rng(belief_seed))
-        if watch is None:
-            write(reason)
+    human, seat = Seat(HUMAN), Seat(OPPONENT, opponent)
+    game = start_game((human, seat), seed, {"agent": HUMAN, "opponent": OPPONENT}.get(first))
+    # The watch draws from the human seat's seed, which no policy uses: showing the belief changes nothing.
+    watch = BeliefWatch(game, np.random.default_rng(game_seeds(seed).seats[HUMAN])) if show_belief else None
     write(f"You play against {getattr(opponent, 'name', type(opponent).__name__)}; seed {seed}; "
           f"{'you move' if game.current == HUMAN else 'the opponent moves'} first.")
 
     while not game.done:
         if game.current == OPPONENT:
-            view = observer.observe(game, OPPONENT)
+            view = seat.observe(game)
             if watch is not None:
                 watch.update(view)
-            action = opponent.act(view)
-            if not game.is_legal(action):
-                raise RuntimeError(f"the opponent {type(opponent).__name__} chose an illegal action: "
-                                   + game.illegal_reason(action))
-            game.step(action)
+            game.step(seat.act(game, view))
             continue
-        view = game.observe(HUMAN)
+        view = human.observe(game)
         write("\n== Your turn ==")
         write(table_text(view))
         if watch is not None:
@@ -184,7 +163,7 @@ def play(opponent: Policy, seed: int, first: str = "random", show_belief: bool =
             return "abandoned"
         game.step(action)
 
-    final = game.observe(HUMAN)
+    final = human.observe(game)
     write("\n== Game over ==")
     write(table_text(final))
     return final.to_info()["winner"]
@@ -207,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``uno-play`` and ``python -m train.play``; returns the exit status."""
+    """Entry point of ``uno-play`` and ``python -m train.cli.play``; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.seed is not None and not 0 <= args.seed < 2**63:
