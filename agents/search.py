@@ -64,7 +64,7 @@ from uno_env.cards import COPIES, NUM_CARD_TYPES
 from uno_env.game import Game
 from uno_env.match import GameResult, play_game
 from uno_env.observation import encode_base
-from uno_env.policy import Policy, make_policy
+from uno_env.policy import NO_NEEDS, Policy, make_policy
 from uno_env.view import DRAWN, PublicView
 
 _COPIES = np.array(COPIES, dtype=np.int64)
@@ -130,6 +130,9 @@ class SearchPolicy:
     After each searched decision, ``last_simulations`` holds how many simulations ran; ``searches`` and
     ``search_seconds`` count the searched decisions and their time (belief update included) since construction.
     """
+
+    #: The player keeps its own belief (``belief``), fed from the plain views: the seat encodes nothing extra.
+    needs = NO_NEEDS
 
     def __init__(
         self,

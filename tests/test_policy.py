@@ -83,3 +83,5 @@ def test_policies_declare_needs():
     assert needs_of(make_policy("search")) == NO_NEEDS, "the search player keeps its own belief"
     with pytest.raises(TypeError, match="Needs"):
         needs_of(type("Bad", (RandomPolicy,), {"needs": "counting"})())
+    with pytest.raises(TypeError, match=r"declare needs = uno_env.policy.Needs\(belief='counting'\)"):
+        needs_of(type("OldStyle", (RandomPolicy,), {"belief": "counting"})())  # earlier versions' declaration

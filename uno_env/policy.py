@@ -75,7 +75,13 @@ class Policy(Protocol):
 
 def needs_of(policy: Policy) -> Needs:
     """What ``policy`` declares it needs (its ``needs``), or :data:`NO_NEEDS` when it declares nothing."""
-    needs = getattr(policy, "needs", NO_NEEDS)
+    needs = getattr(policy, "needs", None)
+    if needs is None:
+        old_style = getattr(policy, "belief", None)
+        if isinstance(old_style, str):  # the declaration of earlier versions: refused, never silently dropped
+            raise TypeError(f"{type(policy).__name__} declares belief={old_style[:40]!r}, which is no longer read; "
+                            f"declare needs = uno_env.policy.Needs(belief={old_style[:40]!r}) instead")
+        return NO_NEEDS
     if not isinstance(needs, Needs):
         raise TypeError(f"{type(policy).__name__}.needs must be a uno_env.policy.Needs, got {needs!r}")
     return needs
