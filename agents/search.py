@@ -41,12 +41,12 @@ opponent, so the search does not rely on an assumed opponent.
 is never registered as an opponent name and is only wired through :func:`play_oracle_game`.
 
 The player starts its belief from the view right after the deal, which harnesses hand it through the
-optional ``observe_start(view)`` hook of the Policy protocol (:mod:`uno_env.opponents`). A harness
+optional ``observe_start(view)`` hook of the Policy protocol (:mod:`uno_env.policy`). A harness
 without the hook still works: the belief then starts from the first view :meth:`SearchPolicy.act`
 receives, without learning from the events it carries.
 
-``import agents`` registers the name ``"search"`` (this class with its defaults) for
-:func:`uno_env.opponents.make_policy`.
+The policy registry (:mod:`uno_env.policy`) builds this class with its defaults for the name ``"search"``.
+It needs no belief features in its observations (it declares no ``needs``): it keeps its own tracker.
 """
 
 from __future__ import annotations
@@ -59,11 +59,12 @@ from typing import Any
 
 import numpy as np
 
+from uno_env.belief import BeliefKind, make_belief
 from uno_env.cards import COPIES, NUM_CARD_TYPES
 from uno_env.game import Game
 from uno_env.match import GameResult, play_game
 from uno_env.observation import encode_base
-from uno_env.opponents import Policy, make_policy, register_policy
+from uno_env.policy import NO_NEEDS, Policy, make_policy
 from uno_env.view import DRAWN, PublicView
 
 _COPIES = np.array(COPIES, dtype=np.int64)
@@ -130,11 +131,14 @@ class SearchPolicy:
     ``search_seconds`` count the searched decisions and their time (belief update included) since construction.
     """
 
+    #: The player keeps its own belief (``belief``), fed from the plain views: the seat encodes nothing extra.
+    needs = NO_NEEDS
+
     def __init__(
         self,
         simulations: int | None = 800,
         time_ms: float | None = None,
-        belief: str = "particles",
+        belief: BeliefKind = "particles",
         n_particles: int = 500,
         rollout: str | Policy = "rule",
         exploration: float = 0.7,
@@ -153,9 +157,7 @@ class SearchPolicy:
             raise ValueError(f"belief must be 'counting' or 'particles', got {belief!r}")
         self.simulations = simulations
         self.time_ms = time_ms
-        # Not named ``belief``: the harness reads a policy's ``belief`` attribute to add belief features
-        # to its observation, which this player does not use.
-        self.belief_kind = belief
+        self.belief = belief
         self.n_particles = n_particles
         self.rollout_policy = None if rollout == "random" else make_policy(rollout)
         self.exploration = exploration
@@ -182,9 +184,7 @@ class SearchPolicy:
 
     def observe_start(self, view: PublicView) -> None:
         """Start the belief from this seat's view right after the deal (the optional Policy hook)."""
-        from uno_env.belief import make_belief
-
-        self._tracker = make_belief(self.belief_kind, n_particles=self.n_particles, rng=self._belief_rng,
+        self._tracker = make_belief(self.belief, n_particles=self.n_particles, rng=self._belief_rng,
                                     opponent_policy=self.opponent_policy)
         self._tracker.reset(view)
 
@@ -380,7 +380,7 @@ def _rollout_view(game: Game, legal: list[int]) -> PublicView:
         deck_size=len(game.deck), discard=game.discard_counts, discard_size=len(game.discard), top=game.discard[-1],
         active_colour=game.active_colour, pending_draw=game.pending_draw, to_move=True, legal_actions=legal,
         events=[], outcome=None, encoder=encode_base,
-    )  # fmt: skip
+    )
 
 
 class OracleSearchPolicy(SearchPolicy):
@@ -420,5 +420,3 @@ def play_oracle_game(opponent: Policy, seed: int, oracle_seat: int = 0, first_pl
     result = play_game(policies, seed, first_player, on_deal=lambda game: table.__setitem__("game", game))
     return result, oracle
 
-
-register_policy("search", SearchPolicy)

@@ -25,8 +25,8 @@ import numpy as np
 from scipy import stats
 
 from train.config import ConfigError
-from train.evaluate import t_quantile_975
-from train.trainer import train_once
+from train.evaluation.statistics import t_quantile_975
+from train.training.trainer import train_once
 
 
 def run_all(config: str, beliefs: list[str], seeds: list[int], out: Path, overrides: list[str]) -> dict:

@@ -1,4 +1,5 @@
-"""Evaluation (train.evaluate), tournaments (train.tournament) and MaskablePPO checkpoints as players (agents.ppo).
+"""Evaluation (train.evaluation.matches), tournaments (train.evaluation.tournament) and MaskablePPO checkpoints as
+players (agents.ppo).
 
 Evaluations are paired and seat-balanced: each deal is played twice with the seats swapped, so a
 deterministic player against itself scores exactly 1/2 on every pair. Results derive from one seed
@@ -18,8 +19,10 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from uno_testlib import capped, winner_by_rules
 
 from agents.ppo import SETTINGS_MEMBER, PPOPolicy, load_model, read_settings, save_model
-from train.evaluate import MatchResult, evaluate, format_table, main, paired_interval, run_matches
-from train.tournament import bradley_terry, format_tournament, round_robin
+from train.cli.evaluate import main
+from train.evaluation.matches import MatchResult, evaluate, format_table, run_matches
+from train.evaluation.statistics import paired_interval
+from train.evaluation.tournament import bradley_terry, format_tournament, round_robin
 from uno_env.env import UnoEnv
 from uno_env.game import Game
 from uno_env.observation import encode_base

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from train import play
+from train.cli import play
 from train.table.console import card_label
 from train.table.moves import menu
 from train.table.records import load_record, positions
@@ -49,7 +49,7 @@ class Terminal:
         self.master, slave = pty.openpty()
         env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "50"}
         env.pop("NO_COLOR", None)
-        self.process = subprocess.Popen([sys.executable, "-m", "train.play", *args], stdin=slave, stdout=slave,
+        self.process = subprocess.Popen([sys.executable, "-m", "train.cli.play", *args], stdin=slave, stdout=slave,
                                         stderr=slave, cwd=ROOT, env=env, close_fds=True)
         os.close(slave)
         self.raw = ""
@@ -216,7 +216,7 @@ def test_end_of_input_ends_cleanly():
 def run_main(argv: list[str], stdin: str) -> tuple[int, str]:
     """``uno-play`` in a subprocess with ``stdin`` typed (no terminal: no colours)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}  # for the module:attribute test_play:SHARED_POLICY
-    result = subprocess.run([sys.executable, "-m", "train.play", *argv], input=stdin, capture_output=True,
+    result = subprocess.run([sys.executable, "-m", "train.cli.play", *argv], input=stdin, capture_output=True,
                             text=True, cwd=ROOT, timeout=120, env=env)
     return result.returncode, result.stdout + result.stderr
 

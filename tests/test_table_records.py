@@ -9,15 +9,17 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from train import evaluate
+from train.cli import evaluate
+from train.evaluation.matches import deal_seeds
 from train.table.moves import Move, Reply, parse_colour, parse_move
-from train.table.records import GameRecord, load_record, positions, record_match, start_scenario
+from train.table.records import GameRecord, load_record, positions, record_match, seed_start, start_scenario
 from train.table.replay import replay
 from train.table.session import TableGame, expected_opponent_hand
 from uno_env.cards import CARD_IDS, COPIES, DRAW_ACTION, card_actions
 from uno_env.game import Game
 from uno_env.match import play_game
 from uno_env.opponents import RandomPolicy, RulePolicy
+from uno_env.policy import Needs
 from uno_env.view import PublicView
 
 
@@ -102,7 +104,7 @@ def test_uno_evaluate_save_games_writes_one_replayable_record_per_game(tmp_path,
     assert status == 0
     files = sorted((tmp_path / "games").glob("*.json"))
     assert [f.name for f in files] == [f"rule-vs-random-pair{i:05d}-{s}.json" for i in range(2) for s in "ab"]
-    seeds, firsts = evaluate.deal_seeds(0, 2)
+    seeds, firsts = deal_seeds(0, 2)
     for path in files:
         record = load_record(path)
         pair, seats = int(path.stem[-7:-2]), path.stem[-1]
@@ -133,6 +135,37 @@ def test_replay_steps_forward_back_and_jumps_with_beliefs():
     assert "That was the last move" in text and "This is the deal, before the first move" in text
     assert "rule's card counting: random's hand" in text and "random's card counting: rule's hand" in text
     assert "(both hands shown" in text
+
+
+class CountingRule(RulePolicy):
+    needs = Needs(belief="counting")
+
+
+@pytest.mark.parametrize("first_player", [0, 1, None])
+def test_a_table_seats_policies_as_play_game_does_and_its_record_seed_redeals_the_game(tmp_path, first_player):
+    for seed in range(8):
+        table = TableGame([CountingRule(), RandomPolicy()], ["rule", "random"], seed, first_player)
+        assert table.seats[0].observer.belief_kind == "counting", "the seat gives a policy what it needs"
+        table.advance()
+        record = load_record(table.record().save(tmp_path / f"{seed}.json"))
+        assert record.first_from_seed == (first_player is None) and seed_start(record) == record.start
+        first = 0 if record.first_player == "agent" else 1
+        if first_player is not None:  # the same game as play_game's: one seating routine, one seed scheme
+            result = play_game((CountingRule(), RandomPolicy()), seed, first)
+            assert (result.decisions, {0: "agent", 1: "opponent"}.get(result.winner, "draw")) == \
+                   (len(positions(record)) - 1, record.winner)
+    _, played = record_match((RulePolicy(), RandomPolicy()), 3, 1)
+    assert seed_start(played) == played.start and seed_start(GameRecord(None, ("a", "b"), played.start)) is None
+
+
+def test_a_person_seat_is_a_seat_without_a_policy():
+    table = TableGame([None, RulePolicy()], ["you", "rule"], 4, 1)
+    assert table.seats[0].policy is None and table.seats[1].policy is not None
+    table.advance()
+    assert table.person_to_move() and table.view(0, consume_events=True).events  # the opponent's move, once
+    assert not table.view(0, consume_events=True).events
+    with pytest.raises(ValueError, match="only a person's seat"):
+        table.view(1, consume_events=True)
 
 
 def test_counting_belief_in_a_view_is_consistent_with_what_the_seat_sees():

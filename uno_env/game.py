@@ -32,6 +32,7 @@ from uno_env.cards import (
     WILD,
     WILD_DRAW4,
     action_card,
+    action_colour,
     action_name,
     card_actions,
     card_colour,
@@ -61,7 +62,7 @@ class Game:
     __slots__ = (
         "hands", "hand_sizes", "deck", "discard", "discard_counts", "active_colour", "top_rank",
         "pending_draw", "current", "outcome", "events", "_cursors", "rng",
-    )  # fmt: skip
+    )
 
     def __init__(
         self,
@@ -190,7 +191,7 @@ class Game:
                 self.current = 1 - seat
             return
         card = action_card(action)
-        colour = action // 15
+        colour = action_colour(action)
         self.hands[seat][card] -= 1
         self.hand_sizes[seat] -= 1
         self.discard.append(card)

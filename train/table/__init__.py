@@ -9,5 +9,5 @@
 * :mod:`train.table.watch`: two players playing each other at a chosen pace;
 * :mod:`train.table.web`: the browser table (``uno-play --web``), a small local HTTP server.
 
-``uno-play`` (:mod:`train.play`) is the command line over these modules.
+``uno-play`` (:mod:`train.cli.play`) is the command line over these modules.
 """

@@ -3,7 +3,7 @@
 A record holds what anyone at the table saw, plus, kept apart and marked as such, what nobody saw::
 
     {"format": "uno-rl game record", "version": 1,
-     "seed": 5, "players": ["you", "rule"], "first_player": "agent", "winner": "opponent",
+     "seed": 5, "first_from_seed": false, "players": ["you", "rule"], "first_player": "agent", "winner": "opponent",
      "events": [{"player": "agent", "kind": "play", "card": "red:7", "colour": "red"},
                 {"player": "opponent", "kind": "draw", "count": 1}, {"kind": "reshuffle"}, ...],
      "hidden": {"note": "...", "start": {RULES.md scenario of the deal}, "drawn": [["blue:3"], ...]}}
@@ -11,9 +11,13 @@ A record holds what anyone at the table saw, plus, kept apart and marked as such
 ``events`` are the public events of RULES.md (:func:`uno_env.view.event_to_dict`) seen from seat 0, so
 ``"agent"`` is ``players[0]`` and ``"opponent"`` is ``players[1]``; no draw carries its cards there.
 ``hidden`` is for review after the game: ``start`` is the deal as a RULES.md scenario (both hands, the deck
-in draw order, the starting card) and ``drawn`` the cards of each draw event, in order. ``seed`` is the seed
-the game was played from (how it derives the deal depends on the program that played it); the record
-replays without it.
+in draw order, the starting card) and ``drawn`` the cards of each draw event, in order.
+
+``seed`` is the game seed of :mod:`uno_env.seat` the game was played from (every program here seats its
+players with :func:`uno_env.seat.start_game`): :func:`uno_env.seat.game_seeds` derives the deal, the
+reshuffles and the players' seeds from it, so the same seed and the same players play the same game.
+``first_from_seed`` says whether the first player was drawn from the seed too (``first_player`` given as
+``None``) or chosen; :func:`seed_start` re-deals the start from them. The record replays without the seed.
 
 :func:`positions` re-simulates a record on the engine (:class:`uno_env.game.Game`, the one implementation of
 the rules) from the hidden start: each play event is that play, each draw event a draw, and the reshuffles
@@ -42,7 +46,8 @@ from uno_env.cards import (
 )
 from uno_env.game import Game
 from uno_env.match import GameResult, play_game
-from uno_env.opponents import Policy
+from uno_env.policy import Policy
+from uno_env.seat import deal_game
 from uno_env.view import DRAW, Event, PublicView, event_to_dict
 
 FORMAT = "uno-rl game record"
@@ -82,13 +87,15 @@ class GameRecord:
     events: list[dict[str, Any]] = field(default_factory=list)
     drawn: list[list[str]] = field(default_factory=list)
     winner: str | None = None
+    first_from_seed: bool = False
 
     @classmethod
     def from_game(cls, start: dict[str, Any], game: Game, seed: int | None, players: Sequence[str],
-                  winner: str | None = None) -> GameRecord:
+                  winner: str | None = None, first_from_seed: bool = False) -> GameRecord:
         """The record of ``game`` so far; ``start`` is :func:`start_scenario` taken at its deal.
 
-        ``winner`` overrides the engine's outcome (a harness that stopped a long game calls it drawn).
+        ``winner`` overrides the engine's outcome (a harness that stopped a long game calls it drawn);
+        ``first_from_seed``: the first player was drawn from ``seed`` (module docstring).
         """
         events, drawn = [], []
         for event in game.events:
@@ -97,7 +104,7 @@ class GameRecord:
                 drawn.append([CARD_NAMES[card] for card in event[3]])
         if winner is None and game.outcome is not None:
             winner = {0: "agent", 1: "opponent"}.get(game.outcome, "draw")
-        return cls(seed, (str(players[0]), str(players[1])), start, events, drawn, winner)
+        return cls(seed, (str(players[0]), str(players[1])), start, events, drawn, winner, first_from_seed)
 
     @property
     def first_player(self) -> str:
@@ -106,7 +113,8 @@ class GameRecord:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (module docstring)."""
-        return {"format": FORMAT, "version": VERSION, "seed": self.seed, "players": list(self.players),
+        return {"format": FORMAT, "version": VERSION, "seed": self.seed, "first_from_seed": self.first_from_seed,
+                "players": list(self.players),
                 "first_player": self.first_player, "winner": self.winner, "events": self.events,
                 "hidden": {"note": HIDDEN_NOTE, "start": self.start, "drawn": self.drawn}}
 
@@ -128,12 +136,14 @@ class GameRecord:
             raise ValueError("a game record needs \"events\": a list of event objects")
         if not (isinstance(drawn, list) and all(isinstance(d, list) for d in drawn)):
             raise ValueError("\"hidden\".\"drawn\" must be a list of card-name lists")
-        seed, winner = data.get("seed"), data.get("winner")
+        seed, winner, first_from_seed = data.get("seed"), data.get("winner"), data.get("first_from_seed", False)
         if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
             raise ValueError(f"\"seed\" must be an integer or null, got {seed!r}")
+        if not isinstance(first_from_seed, bool):
+            raise ValueError(f"\"first_from_seed\" must be true or false, got {first_from_seed!r}")
         if winner not in _WINNERS:
             raise ValueError(f"\"winner\" must be one of {_WINNERS}, got {winner!r}")
-        record = cls(seed, (players[0], players[1]), hidden["start"], events, drawn, winner)
+        record = cls(seed, (players[0], players[1]), hidden["start"], events, drawn, winner, first_from_seed)
         positions(record)  # re-simulates: refuses a record the rules cannot produce
         return record
 
@@ -171,6 +181,17 @@ def load_record(path: str | Path) -> GameRecord:
         return GameRecord.from_dict(data)
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
+
+
+def seed_start(record: GameRecord) -> dict[str, Any] | None:
+    """The start the record's seed deals (:func:`uno_env.seat.deal_game`), as a scenario; ``None`` without a seed.
+
+    For a game played through :mod:`uno_env.seat` from a dealt start it equals ``record.start``.
+    """
+    if record.seed is None:
+        return None
+    first = None if record.first_from_seed else _SEAT_NAMES.index(record.first_player)
+    return start_scenario(deal_game(record.seed, first))
 
 
 def record_match(policies: tuple[Policy, Policy], seed: int, first_player: int = 0,

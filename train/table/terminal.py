@@ -16,14 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 from rich.console import Console
 
 from train.table.console import belief_table, card_text, colour_text, event_text, line_reader, plural, table_lines
 from train.table.moves import EXAMPLES, Move, Reply, menu, parse_colour, parse_move
 from train.table.session import TableGame, expected_opponent_hand
 from uno_env.cards import COLOURS, NUM_COLOURED_RANKS, WILD, card_actions
-from uno_env.opponents import Policy
+from uno_env.policy import Policy
 from uno_env.view import PublicView
 
 YOU, THEM = 0, 1
@@ -108,10 +107,9 @@ class TerminalGame:
         index = self.played
         self.played += 1
         seed = self.seed + index
-        first = self._first_seat(index, seed)
-        table = TableGame([None, self.opponent], ["you", self.name], seed, first)
+        table = TableGame([None, self.opponent], ["you", self.name], seed, self._first_seat(index))
         self.console.rule(f"Game {number} of {self.games}: you against {self.name}")
-        self.console.print(f"Seed {seed}; {'you move' if first == YOU else f'{self.name} moves'} first. "
+        self.console.print(f"Seed {seed}; {'you move' if table.current == YOU else f'{self.name} moves'} first. "
                            "Type 'help' for how to play.")
         try:
             while True:
@@ -129,10 +127,10 @@ class TerminalGame:
                             "draw": "[bold]The game is drawn.[/bold]"}[winner or "draw"])
         return winner
 
-    def _first_seat(self, index: int, seed: int) -> int:
-        """Who moves first in game ``index``: drawn from its seed, or alternating from ``first``."""
+    def _first_seat(self, index: int) -> int | None:
+        """Who moves first in game ``index``: alternating from ``first``, or ``None``: drawn from the game's seed."""
         if self.first == "random":
-            return int(np.random.default_rng([seed, 1]).integers(2))  # its own stream: the deal's is untouched
+            return None
         start = YOU if self.first == "agent" else THEM
         return start if index % 2 == 0 else 1 - start
 

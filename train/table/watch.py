@@ -21,7 +21,7 @@ from rich.text import Text
 from train.table.console import event_text, table_lines
 from train.table.records import public_event
 from train.table.session import TableGame
-from uno_env.opponents import Policy
+from uno_env.policy import Policy
 
 
 def watch(players: Sequence[Policy], names: Sequence[str], seed: int, *, games: int = 1, pace: float = 1.0,

@@ -47,14 +47,15 @@ from typing import Any
 
 import numpy as np
 
-from train.policies import label, resolve_policy
+from train.policies import resolve_policy
 from train.shipped import MODELS_DIR
+from train.specs import label
 from train.table.console import card_label
 from train.table.records import GameRecord, Position, positions
 from train.table.session import TableGame, expected_opponent_hand
 from uno_env.cards import CARD_NAMES, COLOURS, action_card, action_colour, card_colour
 from uno_env.game import IllegalActionError
-from uno_env.opponents import policy_names
+from uno_env.policy import policy_names
 from uno_env.view import PublicView
 
 #: Games kept at once; the oldest is dropped beyond this (its id then answers 404).
@@ -117,7 +118,7 @@ class WebTable:
         first = body.get("first", "random")
         if first not in ("agent", "opponent", "random"):
             raise RequestError(HTTPStatus.BAD_REQUEST, f"first must be agent, opponent or random, got {first!r}")
-        first_seat = _FIRST.get(first, int(np.random.default_rng([seed, 1]).integers(2)))
+        first_seat = _FIRST.get(first)  # None for "random": drawn from the game's seed (uno_env.seat)
         try:
             opponent = resolve_policy(spec)
         except (ValueError, TypeError) as error:  # e.g. a checkpoint that became unreadable since the start

@@ -1,6 +1,6 @@
 """Round-robin tournaments with Bradley-Terry ratings on the Elo scale.
 
-Every pair of players meets on the same deal pairs (:func:`train.evaluate.run_matches`). The
+Every pair of players meets on the same deal pairs (:func:`train.evaluation.matches.run_matches`). The
 Bradley-Terry model says player i beats j with probability ``g_i / (g_i + g_j)``; the strengths
 are fitted by Hunter's minorize-maximize iteration on the total scores (draws count half), with
 one virtual drawn game per matchup so that a player who wins everything keeps a finite rating.
@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from train.evaluate import MatchResult, Player, run_matches
-from train.policies import label
+from train.evaluation.matches import MatchResult, Player, run_matches
+from train.specs import label
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def round_robin(players: Sequence[Player], pairs: int = 200, seed: int = 0, work
                 progress: bool = False) -> TournamentResult:
     """Every player against every other on ``pairs`` deal pairs, then ratings (module docstring).
 
-    ``progress`` shows a progress bar of the deal pairs played (:func:`train.evaluate.run_matches`).
+    ``progress`` shows a progress bar of the deal pairs played (:func:`train.evaluation.matches.run_matches`).
     """
     if len(players) < 2:
         raise ValueError(f"a tournament needs at least 2 players, got {len(players)}")

@@ -35,22 +35,24 @@ import torch
 
 from agents.ppo import PPOPolicy
 from train.config import SELF, TrainConfig
-from train.opponent_mix import OpponentMix, opponent_belief
 from train.policies import resolve_policy
+from train.training.opponent_mix import OpponentMix, opponent_belief
+from uno_env.belief import BeliefKind
 from uno_env.game import Game
 from uno_env.match import play_game
 from uno_env.observation import encode_privileged
-from uno_env.opponents import Policy
+from uno_env.policy import Needs, Policy
 from uno_env.view import PublicView
 
 
 class _Recorder:
     """Records (observation, mask, teacher's action) for the student; plays the teacher's move or the student's."""
 
-    def __init__(self, teacher: Policy, belief: str, privileged: bool = False, student: Policy | None = None) -> None:
+    def __init__(self, teacher: Policy, belief: BeliefKind, privileged: bool = False,
+                 student: Policy | None = None) -> None:
         self.teacher = teacher
         self.student = student
-        self.belief = belief
+        self.needs = Needs(belief)
         self.privileged = privileged
         self.game: Game | None = None
         self.records: list[tuple[np.ndarray, np.ndarray, int]] = []

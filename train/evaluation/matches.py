@@ -5,28 +5,14 @@ the seats swapped, so each player holds each hand once and moves first once; muc
 of the deal cancels. All deal seeds derive from one ``seed``, and the same deals are used against
 every opponent, so results are reproducible and do not depend on the number of worker processes.
 
-Scores count a win as 1, a draw as 1/2, a loss as 0. The 95% confidence interval is a paired
-t-interval over deal pairs (each pair's mean score is one observation, which keeps the
-correlation between the two games of a pair honest). Where that interval is not trustworthy, the
-Wilson score interval over the games is used instead: when every pair has the same score (the sample
-variance is zero), and when the t-interval would reach outside [0, 1], which happens on small samples
-with scores near 0 or 1, where the t approximation breaks down. An interval is never clipped (a clipped
-interval printed "0.0% - 50.3%" after wins), and the table's note names the method of every row
-(``t`` or ``W``). Treating games as independent makes Wilson conservative here: the two games of a deal
-pair tend to go to different players. Quantiles come from scipy (``scipy.stats``).
+Scores count a win as 1, a draw as 1/2, a loss as 0, with a 95% confidence interval (a paired t-interval
+over deal pairs, or Wilson's over games where t is not trustworthy: :mod:`train.evaluation.statistics`).
 
-Command line (``uno-evaluate`` or ``python -m train.evaluate``)::
-
-    uno-evaluate runs/default-.../ --opponents random rule --pairs 500
-    uno-evaluate ppo-none --opponents random rule ppo-counting --workers 2 --json out.json
-    uno-evaluate --tournament random rule ppo-none ppo-counting --pairs 200
+The command line is ``uno-evaluate`` (:mod:`train.cli.evaluate`).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import math
 import os
 import sys
 from collections.abc import Sequence
@@ -37,19 +23,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats
+import torch
 from tqdm import tqdm
 
-from train.policies import checkpoint_path, label, resolve_policy
+from train.evaluation.statistics import CI_METHODS, paired_interval, score_interval
+from train.policies import resolve_policy
+from train.specs import checkpoint_path, label
 from train.table.records import record_match
 from uno_env.match import play_game
-from uno_env.opponents import Policy
+from uno_env.policy import Policy
 
 Player = str | Policy
-_Z95 = float(stats.norm.ppf(0.975))
-#: The interval methods of :func:`score_interval`, as the table's note names them.
-CI_METHODS = {"t": "paired t-interval over deal pairs",
-              "W": "Wilson score interval over games (no spread between pairs, or t would leave [0, 100%])"}
 
 
 @dataclass(frozen=True)
@@ -110,50 +94,6 @@ class MatchResult:
                 "mean_length": self.mean_length}
 
 
-def t_quantile_975(df: int) -> float:
-    """The 97.5% quantile of Student's t with ``df`` degrees of freedom (scipy)."""
-    if df < 1:
-        raise ValueError(f"degrees of freedom must be at least 1, got {df}")
-    return float(stats.t.ppf(0.975, df))
-
-
-def wilson_interval(successes: float, n: int) -> tuple[float, float]:
-    """95% Wilson score interval for a proportion (``successes`` may count draws as halves).
-
-    Whole numbers of successes go to scipy's ``binomtest(...).proportion_ci(method="wilson")``; with
-    half points (draws) the same formula is evaluated here, as scipy takes whole counts only.
-    """
-    if n < 1 or not 0 <= successes <= n:
-        raise ValueError(f"need 0 <= successes <= n and n >= 1, got successes={successes}, n={n}")
-    if float(successes).is_integer():
-        interval = stats.binomtest(int(successes), n).proportion_ci(0.95, method="wilson")
-        return float(interval.low), float(interval.high)
-    p = successes / n
-    denominator = 1 + _Z95**2 / n
-    centre = (p + _Z95**2 / (2 * n)) / denominator
-    half = _Z95 * math.sqrt(p * (1 - p) / n + _Z95**2 / (4 * n * n)) / denominator
-    return centre - half, centre + half
-
-
-def score_interval(pair_scores: np.ndarray) -> tuple[float, float, str]:
-    """95% CI of the mean score and its method (module docstring): ``(low, high, "t" or "W")``."""
-    means = pair_scores.mean(axis=1)
-    n = len(means)
-    spread = means.std(ddof=1) if n > 1 else 0.0
-    if spread > 0.0:
-        half = t_quantile_975(n - 1) * spread / math.sqrt(n)
-        mean = float(means.mean())
-        if mean - half >= 0.0 and mean + half <= 1.0:
-            return mean - half, mean + half, "t"
-    return (*wilson_interval(float(pair_scores.sum()), pair_scores.size), "W")
-
-
-def paired_interval(pair_scores: np.ndarray) -> tuple[float, float]:
-    """95% CI of the mean score: paired t over deal pairs, else Wilson over games (:func:`score_interval`)."""
-    low, high, _ = score_interval(pair_scores)
-    return low, high
-
-
 def deal_seeds(seed: int, pairs: int) -> tuple[np.ndarray, np.ndarray]:
     """The game seeds and first-moving seats of ``pairs`` deal pairs, all derived from ``seed``."""
     rng = np.random.default_rng(seed)
@@ -177,8 +117,6 @@ def _policy(spec: Player, role: int, deterministic: bool) -> Policy:
 
 def _init_worker() -> None:
     # Worker processes share few cores: one torch thread each avoids oversubscription.
-    import torch
-
     torch.set_num_threads(1)
 
 
@@ -295,73 +233,3 @@ def format_table(results: Sequence[MatchResult]) -> str:
     used = sorted({score_interval(r.pair_scores)[2] for r in results}, reverse=True)
     lines += ["", "95% CI: " + "; ".join(f"{method} = {CI_METHODS[method]}" for method in used) + "."]
     return "\n".join(lines)
-
-
-def _agent_spec(spec: str) -> str:
-    """Accept a training run folder for its best model even before it has one (its final checkpoint)."""
-    folder = Path(spec)
-    if folder.is_dir() and checkpoint_path(spec) is None and (folder / "checkpoints").is_dir():
-        checkpoints = sorted((folder / "checkpoints").glob("step_*.zip"))
-        if checkpoints:
-            return str(checkpoints[-1])
-    return spec
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``uno-evaluate``: print win rates of a player against opponents, or a round-robin tournament."""
-    parser = argparse.ArgumentParser(prog="uno-evaluate", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("players", nargs="+",
-                        help="the agent to evaluate (or, with --tournament, every player): a policy name, "
-                             "a checkpoint .zip, a model or run folder, or module:attribute")
-    parser.add_argument("--opponents", nargs="+", default=["random", "rule"], help="default: random rule")
-    parser.add_argument("--tournament", action="store_true",
-                        help="play a round robin between all players and rate them (Bradley-Terry, Elo scale)")
-    parser.add_argument("--pairs", type=int, default=500, help="deal pairs per matchup (2 games each)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=None, help="worker processes (default: all cores)")
-    parser.add_argument("--n-particles", type=int, default=200, help="particles for belief='particles' players")
-    parser.add_argument("--stochastic", action="store_true", help="checkpoints sample actions instead of argmax")
-    parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
-    parser.add_argument("--save-games", type=Path, metavar="DIR",
-                        help="save every game's record (JSON, replay with uno-play --replay) in DIR")
-    parser.add_argument("--no-progress", action="store_true",
-                        help="no progress bar (it is drawn on standard error, and only on a terminal)")
-    args = parser.parse_args(argv)
-    if args.pairs < 1:
-        parser.error(f"--pairs must be at least 1, got {args.pairs}")
-    if not 0 <= args.seed < 2**31:
-        parser.error(f"--seed must be in 0..{2**31 - 1}, got {args.seed}")
-    if args.json and (args.json.is_dir() or not args.json.parent.is_dir()):  # checked before the long evaluation
-        parser.error(f"--json {args.json}: " + ("is a folder" if args.json.is_dir() else
-                                                f"its folder {args.json.parent} does not exist"))
-    if args.save_games and (args.tournament or (args.save_games.exists() and not args.save_games.is_dir())):
-        parser.error(f"--save-games {args.save_games}: " + ("is not a folder" if not args.tournament else
-                                                            "saves the games of one agent's evaluation, "
-                                                            "not of a --tournament"))
-    try:
-        if args.tournament:
-            from train.tournament import format_tournament, round_robin
-
-            result = round_robin(args.players, args.pairs, args.seed, args.workers, args.n_particles,
-                                 not args.stochastic, progress=not args.no_progress)
-            print(format_tournament(result))
-            payload: Any = result.to_dict()
-        else:
-            if len(args.players) != 1:
-                parser.error("give one agent (or --tournament for several players)")
-            results = evaluate(_agent_spec(args.players[0]), args.opponents, args.pairs, args.seed, args.workers,
-                               args.n_particles, not args.stochastic, progress=not args.no_progress,
-                               save_games=args.save_games)
-            print(format_table(results))
-            payload = [r.to_dict() for r in results]
-    except (ValueError, FileNotFoundError) as error:
-        print(f"uno-evaluate: error: {error}", file=sys.stderr)
-        return 2
-    if args.json:
-        args.json.write_text(json.dumps(payload, indent=1) + "\n")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """Turn a finished training run into a shipped agent: ``models/<name>/`` with its model card.
 
-    python -m train.ship runs/ppo-none-20261123-031500 ppo-none
+    python -m train.cli.ship runs/ppo-none-20261123-031500 ppo-none
 
 copies from the run folder the best model (as ``model.zip``), the resolved config, the evaluation
 history, the run record and the final evaluation, then writes ``README.md``, the model card: what
@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from agents.ppo import read_settings
-from train.policies import MODELS_DIR
+from agents.shipped import MODELS_DIR
 
 #: Files copied from the run folder (source name -> shipped name); the first two must exist.
 _COPIED = {"best_model.zip": "model.zip", "config.yaml": "config.yaml", "run_info.json": "run_info.json",
@@ -109,8 +109,8 @@ def ship(run_dir: str | Path, name: str, models_dir: Path = MODELS_DIR) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: ``python -m train.ship RUN_DIR NAME``."""
-    parser = argparse.ArgumentParser(prog="python -m train.ship", description=__doc__.split("\n\n")[0])
+    """Command line: ``python -m train.cli.ship RUN_DIR NAME``."""
+    parser = argparse.ArgumentParser(prog="python -m train.cli.ship", description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", type=Path, help="a finished training run folder")
     parser.add_argument("name", help="the agent's name: its folder under models/")
     args = parser.parse_args(argv)

@@ -41,6 +41,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 import yaml
+from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import Logger, TensorBoardOutputFormat
@@ -52,14 +53,15 @@ from agents.files import copy_file, write_text
 from agents.ppo import PPOPolicy, load_model, load_network, read_settings, save_model
 from agents.privileged import PrivilegedCriticPolicy
 from train.config import SELF, ConfigError, TrainConfig, config_to_dict, load_config
-from train.evaluate import MatchResult, evaluate, format_table, make_executor
-from train.opponent_mix import OpponentMix, OpponentMixWrapper, opponent_belief
-from train.policies import label, resolve_policy
-from train.pretrain import warm_start
-from uno_env.belief.quality import METRICS, cluster_mean, measure_quality
+from train.evaluation.belief_quality import METRICS, cluster_mean, measure_quality
+from train.evaluation.matches import MatchResult, evaluate, format_table, make_executor
+from train.policies import resolve_policy
+from train.specs import label
+from train.training.opponent_mix import OpponentMix, OpponentMixWrapper, opponent_belief
+from train.training.pretrain import warm_start
 from uno_env.env import UnoEnv
 from uno_env.observation import PRIVILEGED_SIZE
-from uno_env.opponents import Policy
+from uno_env.policy import Policy, needs_of
 
 _LOCK = ".lock"
 _SCORE = {"agent": 1.0, "opponent": 0.0, "draw": 0.5}
@@ -139,13 +141,13 @@ def belief_log_loss(player: str | Policy, opponent: str | Policy, games: int, se
                     n_particles: int = 200) -> dict[str, float]:
     """How well ``player``'s belief predicts the opponent's hand in ``games`` seeded games against ``opponent``.
 
-    A thin wrapper of :func:`uno_env.belief.quality.measure_quality` (the tracked seat is seat 0, game ``g``
+    A thin wrapper of :func:`train.evaluation.belief_quality.measure_quality` (the tracked seat is seat 0, game ``g``
     has its own seed from ``seed`` and first mover ``g % 2``): the mean per decision of the log-loss of the
     opponent's true hand per card type, in nats, for the player's belief kind (``log_loss``) and for card
     counting (``log_loss_counting``). ``player`` is a checkpoint or Policy whose ``belief`` is not ``"none"``.
     """
     policy, rival = resolve_policy(player), resolve_policy(opponent)
-    kind = getattr(policy, "belief", "none")
+    kind = needs_of(policy).belief
     if kind == "none":
         raise ValueError(f"{label(player)} has belief='none': there is no belief to measure")
     # measure_quality takes Policy objects as well as names (make_policy passes them through) in one process.
@@ -472,8 +474,6 @@ def _repair_records(run_dir: Path, step: int) -> None:
 
 def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None, quiet: bool) -> Path:
     """:func:`train`, with the run folder locked."""
-    from sb3_contrib import MaskablePPO
-
     checkpoints = run_dir / "checkpoints"
     opponent_belief(config)  # a ConfigError here, before the envs are built, names the checkpoints at fault
     if resume:
@@ -542,7 +542,7 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
         if not (run_dir / "best_model.zip").exists():
             copy_file(final, run_dir / "best_model.zip")
         results = final_evaluation(config, run_dir, callback)
-    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM turned into one by the command line (train.cli)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM turned into one by the command line (train.cli.train)
         callback.close()  # the workers first: they may be dead already (a terminal's Ctrl-C reaches them too)
         saved = callback.save_checkpoint()
         callback.record.update(int(model.num_timesteps))

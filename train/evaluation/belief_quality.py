@@ -1,8 +1,8 @@
 """How well each belief tracker predicts the opponent's hidden hand, and how close it is to the exact posterior.
 
-    .venv/bin/python -m uno_env.belief.quality --games 200 --seed 0                 # random vs random
-    .venv/bin/python -m uno_env.belief.quality --games 200 --tracked rule --opponent rule
-    .venv/bin/python -m uno_env.belief.quality --exact --games 300 --seed 0         # against exact enumeration
+    .venv/bin/python -m train.cli.belief_quality --games 200 --seed 0                 # random vs random
+    .venv/bin/python -m train.cli.belief_quality --games 200 --tracked rule --opponent rule
+    .venv/bin/python -m train.cli.belief_quality --exact --games 300 --seed 0         # against exact enumeration
 
 **Played games** (:func:`measure_quality`): seeded games between the tracked seat's policy and the opponent's
 (:func:`uno_env.match.play_game`, first mover alternating). Every tracker is created at the deal and fed the
@@ -36,9 +36,6 @@ becomes too large to enumerate) or at the first position with more than ``max_su
 
 from __future__ import annotations
 
-import argparse
-import platform
-import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -54,7 +51,8 @@ from uno_env.belief.models import opponent_model
 from uno_env.cards import NUM_CARD_TYPES, WILD, card_colour, full_deck
 from uno_env.game import Game
 from uno_env.match import play_game
-from uno_env.opponents import Policy, make_policy
+from uno_env.policy import Policy, make_policy, needs_of
+from uno_env.seat import Seat, start_game
 from uno_env.view import RESHUFFLE, PublicView
 
 #: Marginal probabilities are clipped below at this value before taking logs.
@@ -131,7 +129,7 @@ class _Scorer:
 
     def __init__(self, policy: Policy, trackers: list[Any]) -> None:
         self.policy, self.trackers = policy, trackers
-        self.belief = getattr(policy, "belief", "none")
+        self.needs = needs_of(policy)
         self.game: Game | None = None
         self.rows: list[np.ndarray] = []
 
@@ -267,13 +265,10 @@ def _exact_games(tracked: str, opponent: str, spec_args: dict[str, Any], hand_si
     model = opponent_model(rival)
     sums, counts = [], []
     for seed, first in zip(seeds, firsts, strict=True):
-        rng = np.random.default_rng(seed)
-        game = small_position(rng, hand_size, deck_size, first)
+        seats = [Seat(0, make_policy(tracked)), Seat(1, rival)]
+        game = start_game(seats, seed, start=small_position(np.random.default_rng(seed), hand_size, deck_size, first))
         exacts = [ExactBelief(None, max_support)] + ([ExactBelief(model, max_support)] if model else [])
         trackers = [spec.make(np.random.default_rng([seed, i])) for i, spec in enumerate(specs)] + exacts
-        policies = [make_policy(tracked), rival]
-        for seat, policy in enumerate(policies):
-            policy.reset(int(rng.integers(2**62)) + seat)
         rows = []
         try:
             start = game.observe(0)
@@ -285,7 +280,8 @@ def _exact_games(tracked: str, opponent: str, spec_args: dict[str, Any], hand_si
             for tracker in trackers[:-len(exacts)]:
                 tracker.reset(start)
             while not game.done:
-                view = game.observe(game.current)
+                seat = seats[game.current]
+                view = seat.observe(game)
                 if game.current == 0:
                     if any(event[0] == RESHUFFLE for event in view.events):
                         raise _Stop  # the pool grows by the discard pile: too large to enumerate
@@ -302,7 +298,7 @@ def _exact_games(tracked: str, opponent: str, spec_args: dict[str, Any], hand_si
                     row = [marginal_scores(marg, hand)[:, :1]]
                     row += [distances(marg, marg[len(specs) + e], pool) for e in range(len(exacts))]
                     rows.append(np.hstack(row))
-                game.step(policies[game.current].act(view))
+                game.step(seat.act(game, view))
         except _Stop:
             pass
         width = 1 + 2 * len(exacts)
@@ -371,69 +367,3 @@ def _map(function: Callable, argument_lists: list[tuple], workers: int) -> list[
         return [function(*args) for args in argument_lists]
     with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
         return list(pool.map(function, *zip(*argument_lists, strict=True)))
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m uno_env.belief.quality``: print the quality tables (Markdown) for the given settings."""
-    from uno_env.opponents import policy_names
-
-    parser = argparse.ArgumentParser(prog="python -m uno_env.belief.quality", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--games", type=_positive, default=200, help="games to play (default 200)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--tracked", default="random", help="policy of the tracked seat (default random)")
-    parser.add_argument("--opponent", default="random", help="policy of the opponent (default random)")
-    parser.add_argument("--particles", type=_positive, nargs="*", default=[100, 1000],
-                        help="particle counts of the plain-likelihood filters (default 100 1000)")
-    parser.add_argument("--aware", type=_positive, nargs="*", default=[1000],
-                        help="particle counts of the policy-aware filters, if the opponent has a model")
-    parser.add_argument("--plain", type=_positive, nargs="*", default=[],
-                        help="particle counts of non-lazy filters (lazy=False); none by default")
-    parser.add_argument("--exact", action="store_true", help="compare with exact enumeration on small positions")
-    parser.add_argument("--hands", type=_positive, default=5, help="--exact: cards per hand at the start")
-    parser.add_argument("--deck", type=_positive, default=12, help="--exact: cards in the deck at the start")
-    parser.add_argument("--max-support", type=_positive, default=50_000,
-                        help="--exact: the most possible hands enumerated (memory grows with it)")
-    parser.add_argument("--workers", type=_positive, default=1, help="processes (results do not depend on it)")
-    args = parser.parse_args(argv)
-    for role in ("tracked", "opponent"):
-        try:
-            make_policy(getattr(args, role))
-        except ValueError:
-            parser.error(f"--{role} {getattr(args, role)!r}: unknown policy; known: {', '.join(policy_names())}")
-    if args.exact and 2 * args.hands + args.deck > 99:  # 9 discarded cards always include a coloured top card
-        parser.error(f"--hands {args.hands} and --deck {args.deck} leave fewer than 9 cards for the discard pile")
-
-    print(f"command: python -m uno_env.belief.quality {' '.join(sys.argv[1:] if argv is None else argv)}")
-    print(f"machine: {platform.machine()}, Python {platform.python_version()}, numpy {np.__version__}")
-    common = {"games": args.games, "seed": args.seed, "tracked": args.tracked, "opponent": args.opponent,
-              "particles": args.particles, "aware": args.aware, "plain": args.plain, "workers": args.workers}
-    if args.exact:
-        result = measure_exact(hand_size=args.hands, deck_size=args.deck, max_support=args.max_support, **common)
-        used = result.counts > 0
-        if not used.any():
-            print(f"no position had at most --max-support {args.max_support} possible hands: nothing to compare",
-                  file=sys.stderr)
-            return 1
-        print(f"{used.sum()} of {args.games} positions enumerable, {result.counts.sum()} decisions scored "
-              f"(mean {result.counts[used].mean():.1f} per game); {result.seconds:.0f} s")
-    else:
-        result = measure_quality(**common)
-        print(f"{args.games} games, {result.counts.sum()} decisions of the tracked seat scored "
-              f"(mean {result.counts.mean():.1f} per game); {result.seconds:.0f} s")
-    print(result.table())
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

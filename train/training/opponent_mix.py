@@ -7,8 +7,8 @@ self-play pool). The trainer changes the mix and the pool while the run goes on 
 ``set_opponent_mix`` on every env (:class:`OpponentMixWrapper` exposes it through
 ``VecEnv.env_method``, also across processes).
 
-All players in the mix must declare the same ``belief`` setting, because the env builds the
-opponent seat's observation encoder once, from the embedded policy's ``belief`` attribute.
+All players in the mix must declare the same belief setting, because the env builds the
+opponent seat's observation encoder once, from the embedded policy's ``needs``.
 """
 
 from __future__ import annotations
@@ -19,16 +19,18 @@ import gymnasium as gym
 import numpy as np
 
 from train.config import SELF, ConfigError, TrainConfig
-from train.policies import checkpoint_path, resolve_policy, spec_belief
-from uno_env.opponents import Policy
+from train.policies import resolve_policy, spec_belief
+from train.specs import checkpoint_path
+from uno_env.belief import BeliefKind
+from uno_env.policy import Needs, Policy
 from uno_env.view import PublicView
 
 
 class OpponentMix:
     """A Policy that plays each game as one player drawn from ``mix`` (weights) and the self-play ``pool``."""
 
-    def __init__(self, mix: dict[str, float], pool: list[str] | None = None, belief: str = "none") -> None:
-        self.belief = belief
+    def __init__(self, mix: dict[str, float], pool: list[str] | None = None, belief: BeliefKind = "none") -> None:
+        self.needs = Needs(belief)
         self._players: dict[str, Policy] = {}
         self.mix: dict[str, float] = {}
         self.pool: list[str] = []
@@ -93,7 +95,7 @@ class OpponentMixWrapper(gym.Wrapper):
 
 
 def opponent_belief(config: TrainConfig) -> str:
-    """The one belief setting shared by every checkpoint the schedule can seat (see ``train.opponent_mix``)."""
+    """The one belief setting shared by every checkpoint the schedule can seat (see ``train.training.opponent_mix``)."""
     beliefs = {spec: spec_belief(spec) for phase in config.opponents for spec in phase.mix
                if spec != SELF and checkpoint_path(spec) is not None}
     if config.uses_self_play():

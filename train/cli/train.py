@@ -7,12 +7,13 @@
     uno-train --resume runs/medium              # continue from the last checkpoint
     uno-train --resume runs/medium --set total_timesteps=2000000   # ... and train longer
 
-The run folder's layout is described in :mod:`train.trainer`; the config keys in
+The run folder's layout is described in :mod:`train.training.trainer`; the config keys in
 :mod:`train.config` and ``configs/default.yaml``.
 """
 
 from __future__ import annotations
 
+import argparse
 import errno
 import shlex
 import signal
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from train.config import ConfigError, load_config
 from train.shipped import find_config
-from train.trainer import TrainingInterrupted, train
+from train.training.trainer import TrainingInterrupted, train
 
 DEFAULT_CONFIG = "configs/default.yaml"
 
@@ -38,8 +39,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Ctrl-C or SIGTERM saves a checkpoint, stops the workers and prints the ``--resume`` command (status 130).
     """
-    import argparse
-
     parser = argparse.ArgumentParser(prog="uno-train", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("config", nargs="?",

@@ -6,7 +6,7 @@
     uno-play --watch rule search --pace 0.5 [--hide-hands]
     uno-play --web [--port 8000]                # the table in your browser, at http://127.0.0.1:8000/
 
-Players (``--opponent``, ``--watch``) are specs of :mod:`train.policies`, as in ``uno-evaluate``: a registered
+Players (``--opponent``, ``--watch``) are specs of :mod:`train.specs`, as in ``uno-evaluate``: a registered
 name (``random``, ``rule``, ``search``, ...), a checkpoint (a ``.zip``, a run folder, a shipped agent such as
 ``ppo-counting``), or ``module:attribute`` naming a Policy object, class or factory. ``--seed`` replays the
 same deals; without it a seed is picked and printed. The programs themselves live in :mod:`train.table`.
@@ -21,8 +21,14 @@ from pathlib import Path
 
 import numpy as np
 
-from train.policies import label, resolve_policy
-from uno_env.opponents import Policy, policy_names
+from train.policies import resolve_policy
+from train.specs import label
+from train.table.records import load_record
+from train.table.replay import replay
+from train.table.terminal import TerminalGame
+from train.table.watch import watch
+from train.table.web import serve
+from uno_env.policy import Policy, policy_names
 
 FIRST_CHOICES = ("agent", "opponent", "random")
 
@@ -62,7 +68,7 @@ def _player(parser: argparse.ArgumentParser, option: str, spec: str) -> Policy:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``uno-play`` and ``python -m train.play``; returns the exit status."""
+    """Entry point of ``uno-play`` and ``python -m train.cli.play``; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.seed is not None and not 0 <= args.seed < 2**62:
@@ -78,28 +84,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     seed = args.seed if args.seed is not None else int(np.random.default_rng().integers(1_000_000))
     try:
         if args.replay is not None:
-            from train.table.records import load_record
-            from train.table.replay import replay
-
             try:
                 record = load_record(args.replay)
             except (OSError, ValueError) as err:
                 parser.error(f"--replay: {err}")
             replay(record, show_belief=args.show_belief)
         elif args.watch is not None:
-            from train.table.watch import watch
-
             players = [_player(parser, "--watch", spec) for spec in args.watch]
             watch(players, [label(spec) for spec in args.watch], seed, games=args.games or 1, pace=args.pace,
                   show_hands=not args.hide_hands, save_dir=args.save_games)
         elif args.web:
-            from train.table.web import serve
-
             _player(parser, "--opponent", args.opponent)  # a bad default opponent is refused before serving
             serve(args.host, args.port, default_opponent=args.opponent, save_dir=args.save_games)
         else:
-            from train.table.terminal import TerminalGame
-
             opponent = _player(parser, "--opponent", args.opponent)
             TerminalGame(opponent, label(args.opponent), seed, games=args.games or 3, first=args.first,
                          show_belief=args.show_belief, save_dir=args.save_games).run()
