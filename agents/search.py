@@ -298,7 +298,7 @@ class SearchPolicy:
         rollouts, instead of a random move for each seat until every action has been tried once.
         """
         if self.rollout_policy is not None:
-            action = self.rollout_policy.act(_rollout_view(game, legal))
+            action = self.rollout_policy.act(rollout_view(game, legal))
             if action in untried:
                 return action
         return untried[int(uniform() * len(untried))]
@@ -315,7 +315,7 @@ class SearchPolicy:
             elif policy is None:
                 game.step(legal[int(uniform() * len(legal))])
             else:
-                game.step(policy.act(_rollout_view(game, legal)))
+                game.step(policy.act(rollout_view(game, legal)))
 
 
 class _Worlds:
@@ -372,7 +372,7 @@ def _beats(challenger: list[float], default: list[float], z: float) -> bool:
     return float(diff.mean()) > z * float(diff.std(ddof=1)) / math.sqrt(n)
 
 
-def _rollout_view(game: Game, legal: list[int]) -> PublicView:
+def rollout_view(game: Game, legal: list[int]) -> PublicView:
     """The view of the seat to move in a simulated game, sharing the game's lists (rollout policies only read)."""
     seat = game.current
     return PublicView(
