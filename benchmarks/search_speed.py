@@ -24,7 +24,8 @@ def simulations_per_second(games: int, simulations: int, rollout: str, seed: int
     rival = make_policy("rule")
     # One short game first, not counted: it loads (or compiles) the rollout kernels, whose one-off cost is
     # reported in docs/BENCHMARKS.md apart from the speed.
-    play_game((SearchPolicy(simulations=10, belief="counting", rollout=rollout), rival), seed - 1)
+    warm_up = SearchPolicy(simulations=10, belief="counting", rollout=rollout)
+    play_game((warm_up, rival), seed + games)  # a seed the timed games do not use
     searcher = SearchPolicy(simulations=simulations, belief="counting", rollout=rollout)
     for g in range(games):
         seats = (searcher, rival) if g % 2 == 0 else (rival, searcher)
