@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from uno_env.belief.models import RandomModel, RuleModel
-from uno_env.cards import DRAW2, NUM_COLOURED_RANKS, REVERSE, SKIP, WILD, WILD_DRAW4, action_card, action_colour
+from uno_env.core import rule_action
 from uno_env.view import PublicView
 
 
@@ -54,24 +54,8 @@ class RulePolicy:
         legal = view.legal_actions
         if len(legal) == 1:
             return legal[0]
-        hand = view.hand
-        colour_counts = [sum(hand[c * NUM_COLOURED_RANKS:(c + 1) * NUM_COLOURED_RANKS]) for c in range(4)]
-        danger = view.opponent_hand_size <= 2
-        best_action, best_key = legal[0], None
-        for action in legal:
-            card = action_card(action)
-            colour = action_colour(action)
-            score = colour_counts[colour] - (1 if card < WILD else 0)
-            # The tier ranks before the score, so "first" in the docstring holds however many cards of one
-            # colour are held: attacks when the opponent is about to go out, then coloured cards, then wilds.
-            if card == WILD:
-                tier, score = 0, score - 5
-            elif card == WILD_DRAW4:
-                tier, score = (2, score + 36) if danger else (0, score - 4)
-            elif card % NUM_COLOURED_RANKS in (SKIP, REVERSE, DRAW2):
-                tier, score = (2, score + 20) if danger else (1, score + 2)
-            else:
-                tier = 1
-            if best_key is None or (tier, score) > best_key:
-                best_action, best_key = action, (tier, score)
-        return best_action
+        # The scoring is compiled (uno_env.core.rule_action), so the search player's compiled rollouts play
+        # exactly this policy; it is also faster than the same loop in Python.
+        return int(rule_action(np.asarray(view.hand, dtype=np.int64), view.opponent_hand_size,
+                               np.asarray(legal, dtype=np.int64), len(legal)))
+
