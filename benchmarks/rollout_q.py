@@ -114,9 +114,12 @@ def collect(games: int, seed: int, deck_orders: int) -> tuple[np.ndarray, np.nda
     return np.array(observations), np.array(values), np.array(moves)
 
 
-def fit(observations: np.ndarray, values: np.ndarray, rule_moves: torch.Tensor, epochs: int,
-        seed: int) -> tuple[MaskablePPO, dict]:
+def fit(observations: np.ndarray, values: np.ndarray, rule_moves: torch.Tensor, epochs: int, seed: int,
+        rule_bonus: float = 0.0) -> tuple[MaskablePPO, dict]:
     """A MaskablePPO network (256x256 tanh, no belief features) whose logits regress ``SCALE`` x the values.
+
+    ``rule_bonus`` is added to the value of rule's move in the targets, so the network alone plays as the
+    conservative player does (:class:`ConservativePlayer` with that margin), as one checkpoint.
 
     Metrics on the held-out positions: the squared error, and the mean label of the network's move and of
     rule's move (the one-step gain the network finds, if the first is larger).
@@ -126,6 +129,8 @@ def fit(observations: np.ndarray, values: np.ndarray, rule_moves: torch.Tensor, 
     policy = model.policy
     legal = torch.from_numpy(np.isfinite(values))
     targets = torch.from_numpy(np.nan_to_num(values).astype(np.float32) * SCALE)
+    bonus = torch.zeros_like(targets)
+    bonus[torch.arange(len(bonus)), rule_moves] = rule_bonus * SCALE
     inputs = torch.from_numpy(observations)
     order = np.random.default_rng(seed).permutation(len(inputs))
     held, train = torch.from_numpy(order[:len(order) // 10]), torch.from_numpy(order[len(order) // 10:])
@@ -136,7 +141,7 @@ def fit(observations: np.ndarray, values: np.ndarray, rule_moves: torch.Tensor, 
         return policy.action_net(policy.mlp_extractor.forward_actor(policy.extract_features(inputs[rows])))
 
     def loss(rows: torch.Tensor) -> torch.Tensor:
-        return ((logits(rows) - targets[rows]) ** 2)[legal[rows]].mean() / SCALE**2
+        return ((logits(rows) - targets[rows] - bonus[rows]) ** 2)[legal[rows]].mean() / SCALE**2
 
     policy.train()
     for _ in range(epochs):
@@ -182,13 +187,15 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--epochs", type=int, default=15)
     parser.add_argument("--margins", type=float, nargs="+", default=[0.1, 0.2])
+    parser.add_argument("--rule-bonus", type=float, default=0.0, help="added to rule's move in the targets")
     parser.add_argument("--pairs", type=int, default=500, help="deal pairs per evaluation (seed 12346)")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--labels", type=Path, help="the labels file to use or write (default: OUT/labels.npz)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     args.out.mkdir(parents=True, exist_ok=True)
-    labels = args.out / "labels.npz"
+    labels = args.labels or args.out / "labels.npz"
     started = time.perf_counter()
     if not labels.exists():  # labelling is the slow part: a rerun reuses it
         with ProcessPoolExecutor(args.workers) as pool:
@@ -199,7 +206,7 @@ def main() -> None:
     data = np.load(labels)
     label_seconds = time.perf_counter() - started
     model, metrics = fit(data["observations"], data["values"], torch.from_numpy(data["rule_moves"]), args.epochs,
-                         args.seed)
+                         args.seed, args.rule_bonus)
     checkpoint = save_model(model, args.out / "q-network.zip", {"belief": "none", "config": "rollout-q", "steps": 0})
     network = PPOPolicy.load(checkpoint)
     report = {"positions": len(data["values"]), "labels": int(np.isfinite(data["values"]).sum()),
