@@ -36,13 +36,15 @@ import torch
 from sb3_contrib import MaskablePPO
 
 from agents.ppo import PPOPolicy, save_model
-from agents.search import rollout_view
 from train.evaluation.matches import evaluate, format_table
+from uno_env.cards import NUM_ACTIONS
+from uno_env.core import RULE_POLICY, pack_state, simulate
 from uno_env.env import UnoEnv
 from uno_env.game import Game
 from uno_env.match import play_game
 from uno_env.opponents import RulePolicy
-from uno_env.view import DRAWN, PublicView
+from uno_env.policy import Needs
+from uno_env.view import PublicView
 
 #: Label scale in the logits: a move worth 0.1 more than another gets a logit 1 higher.
 SCALE = 10.0
@@ -50,40 +52,30 @@ _RULE = RulePolicy()
 _MAX_ROLLOUT_ACTIONS = 5_000
 
 
-def _outcome(game: Game, seat: int) -> float:
-    """+1 if ``seat`` won, -1 if it lost, 0 for a draw (or a rollout cut at the action cap)."""
-    if game.outcome is None or game.outcome == DRAWN:
-        return 0.0
-    return 1.0 if game.outcome == seat else -1.0
-
-
 def move_values(game: Game, deck_orders: int, rng: np.random.Generator) -> np.ndarray:
-    """Mean outcome for the seat to move of each legal move, continued by ``rule`` on both seats (NaN: illegal)."""
-    seat, legal = game.current, game.legal_actions()
-    seeds = rng.integers(2**62, size=deck_orders)
-    values = np.full(61, np.nan)
-    for action in legal:
-        total = 0.0
-        for k, seed in enumerate(seeds):
-            copy = Game(game.hands, list(game.deck), list(game.discard), game.active_colour, seat,
-                        game.pending_draw, np.random.default_rng(seed))
-            if k:  # another order of the same deck cards: neither seat can tell them apart
-                copy.rng.shuffle(copy.deck)
-            copy.step(action)
-            for _ in range(_MAX_ROLLOUT_ACTIONS):
-                if copy.outcome is not None:
-                    break
-                moves = copy.legal_actions()
-                copy.step(moves[0] if len(moves) == 1 else _RULE.act(rollout_view(copy, moves)))
-            total += _outcome(copy, seat)
-        values[action] = total / deck_orders
+    """Mean outcome for the seat to move of each legal move, continued by ``rule`` on both seats (NaN: illegal).
+
+    The playouts are the compiled ones of the search player (:func:`uno_env.core.simulate`).
+    """
+    seat = game.current
+    decks = [game.deck] + [rng.permutation(game.deck) for _ in range(deck_orders - 1)]
+    states = [pack_state(game.hands, deck, game.discard, game.active_colour, seat, game.pending_draw)
+              for deck in decks]
+    seeds = rng.integers(2**63, size=deck_orders).astype(np.uint64)
+    values = np.full(NUM_ACTIONS, np.nan)
+    for action in game.legal_actions():
+        outcomes = [simulate(state, action, RULE_POLICY, seed, _MAX_ROLLOUT_ACTIONS)
+                    for state, seed in zip(states, seeds, strict=True)]
+        # +1 a win, -1 a loss, 0 a draw or a playout cut at the action cap
+        values[action] = np.mean([(outcome == seat) - (outcome == 1 - seat) for outcome in outcomes])
     return values
 
 
 class _Labeller:
     """Plays ``rule`` on its seat and records (observation, move values, rule's move) at each decision with a choice."""
 
-    def __init__(self, deck_orders: int) -> None:
+    def __init__(self, deck_orders: int, belief: str) -> None:
+        self.needs = Needs(belief)  # the observations recorded carry these belief features
         self.deck_orders = deck_orders
         self.game: Game | None = None
         self.rng = np.random.default_rng()
@@ -103,9 +95,9 @@ class _Labeller:
         return move
 
 
-def collect(games: int, seed: int, deck_orders: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def collect(games: int, seed: int, deck_orders: int, belief: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Observations, move values and rule's moves from ``games`` games against ``rule``, seats alternating."""
-    labeller = _Labeller(deck_orders)
+    labeller = _Labeller(deck_orders, belief)
     rng = np.random.default_rng(seed)
     for game in range(games):
         seats = (labeller, RulePolicy()) if game % 2 == 0 else (RulePolicy(), labeller)
@@ -115,8 +107,8 @@ def collect(games: int, seed: int, deck_orders: int) -> tuple[np.ndarray, np.nda
 
 
 def fit(observations: np.ndarray, values: np.ndarray, rule_moves: torch.Tensor, epochs: int, seed: int,
-        rule_bonus: float = 0.0) -> tuple[MaskablePPO, dict]:
-    """A MaskablePPO network (256x256 tanh, no belief features) whose logits regress ``SCALE`` x the values.
+        rule_bonus: float = 0.0, belief: str = "none") -> tuple[MaskablePPO, dict]:
+    """A MaskablePPO network (256x256 tanh, ``belief`` features) whose logits regress ``SCALE`` x the values.
 
     ``rule_bonus`` is added to the value of rule's move in the targets, so the network alone plays as the
     conservative player does (:class:`ConservativePlayer` with that margin), as one checkpoint.
@@ -124,7 +116,7 @@ def fit(observations: np.ndarray, values: np.ndarray, rule_moves: torch.Tensor, 
     Metrics on the held-out positions: the squared error, and the mean label of the network's move and of
     rule's move (the one-step gain the network finds, if the first is larger).
     """
-    model = MaskablePPO("MlpPolicy", UnoEnv(), seed=seed, device="cpu",
+    model = MaskablePPO("MlpPolicy", UnoEnv(belief=belief), seed=seed, device="cpu",
                         policy_kwargs={"net_arch": [256, 256], "activation_fn": torch.nn.Tanh})
     policy = model.policy
     legal = torch.from_numpy(np.isfinite(values))
@@ -184,6 +176,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--games", type=int, default=6000, help="labelled games per worker")
     parser.add_argument("--deck-orders", type=int, default=4)
+    parser.add_argument("--belief", choices=("none", "counting"), default="none", help="the network's belief features")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--epochs", type=int, default=15)
     parser.add_argument("--margins", type=float, nargs="+", default=[0.1, 0.2])
@@ -199,15 +192,18 @@ def main() -> None:
     started = time.perf_counter()
     if not labels.exists():  # labelling is the slow part: a rerun reuses it
         with ProcessPoolExecutor(args.workers) as pool:
-            parts = list(pool.map(collect, [args.games] * args.workers,
-                                  [args.seed + w for w in range(args.workers)], [args.deck_orders] * args.workers))
+            seeds = [args.seed + w for w in range(args.workers)]
+            parts = list(pool.map(collect, [args.games] * args.workers, seeds, [args.deck_orders] * args.workers,
+                                  [args.belief] * args.workers))
         arrays = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
         np.savez_compressed(labels, **dict(zip(("observations", "values", "rule_moves"), arrays, strict=True)))
     data = np.load(labels)
     label_seconds = time.perf_counter() - started
     model, metrics = fit(data["observations"], data["values"], torch.from_numpy(data["rule_moves"]), args.epochs,
-                         args.seed, args.rule_bonus)
-    checkpoint = save_model(model, args.out / "q-network.zip", {"belief": "none", "config": "rollout-q", "steps": 0})
+                         args.seed, args.rule_bonus,
+                         args.belief)
+    checkpoint = save_model(model, args.out / "q-network.zip", {"belief": args.belief, "config": "rollout-q",
+                                                                        "steps": 0})
     network = PPOPolicy.load(checkpoint)
     report = {"positions": len(data["values"]), "labels": int(np.isfinite(data["values"]).sum()),
               "label_seconds": round(label_seconds, 1),
