@@ -1,1 +1,5 @@
-from agents import search  # noqa: F401  (importing it registers the "search" policy name)
+"""Players beyond the built-ins: the search player, the trained-checkpoint loader, the shipped agents.
+
+Importing this package registers nothing: :mod:`uno_env.policy` finds ``"search"`` and the shipped agents by
+name when they are first asked for.
+"""

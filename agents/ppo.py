@@ -18,8 +18,8 @@ environment variable ``UNO_RL_TRUSTED_CHECKPOINTS=1`` (for third-party SB3 zips;
 ``MaskablePPO.load`` and is meant for a run's own checkpoints only.
 
 * :func:`save_model` writes such a checkpoint (atomically: a killed save leaves no torn file);
-* :class:`PPOPolicy` turns one into a :class:`~uno_env.opponents.Policy`: it declares the
-  ``belief`` it was trained with, so :class:`~uno_env.env.UnoEnv` (as the embedded opponent) and
+* :class:`PPOPolicy` turns one into a :class:`~uno_env.policy.Policy`: it declares the
+  belief it was trained with (its ``needs``), so :class:`~uno_env.env.UnoEnv` (as the embedded opponent) and
   :func:`~uno_env.match.play_game` hand it observations of the right shape;
 * :func:`load_network` rebuilds the network alone, without unpickling;
 * :func:`load_model` reloads the model for further training into an env, and refuses an env whose
@@ -47,20 +47,22 @@ from typing import Any
 import numpy as np
 import torch
 from gymnasium import spaces
+from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.torch_layers import FlattenExtractor
 
 from agents.files import atomic_path
 from agents.privileged import PrivilegedCriticPolicy
+from uno_env.belief import BELIEF_KINDS, BeliefKind
 from uno_env.cards import NUM_ACTIONS, short_repr
 from uno_env.observation import BASE_SIZE
+from uno_env.policy import Needs
 from uno_env.view import PublicView
 
 #: Name of the zip member holding the env settings.
 SETTINGS_MEMBER = "uno_env.json"
 #: Setting this environment variable to 1 allows unpickling checkpoints whose network cannot be rebuilt safely.
 TRUST_VARIABLE = "UNO_RL_TRUSTED_CHECKPOINTS"
-_BELIEFS = ("none", "counting", "particles")
 _POLICY_CLASSES = {cls.__name__: cls for cls in (MaskableActorCriticPolicy, PrivilegedCriticPolicy)}
 # Activations by class name; only these torch.nn classes are ever built from a checkpoint's metadata.
 _ACTIVATIONS = {cls.__name__: cls for cls in (torch.nn.Tanh, torch.nn.ReLU, torch.nn.LeakyReLU, torch.nn.ELU,
@@ -106,8 +108,8 @@ def save_model(model: Any, path: str | Path, settings: dict[str, Any]) -> Path:
     path = Path(path)
     if path.suffix != ".zip":
         path = path.with_suffix(".zip")
-    if settings.get("belief") not in _BELIEFS:
-        raise ValueError(f"settings['belief'] must be one of {_BELIEFS}, got {settings.get('belief')!r}")
+    if settings.get("belief") not in BELIEF_KINDS:
+        raise ValueError(f"settings['belief'] must be one of {BELIEF_KINDS}, got {settings.get('belief')!r}")
     privileged = int(settings.get("privileged_size", 0))
     record = dict(settings, privileged_size=privileged,
                   observation_size=int(np.prod(model.observation_space.shape)) - privileged)
@@ -177,8 +179,8 @@ def read_settings(path: str | Path, trusted: bool | None = None) -> dict[str, An
         raise ValueError(f"{path} is not a valid checkpoint: its {SETTINGS_MEMBER} holds {short_repr(settings)}, "
                          "not an object")
     problem = None
-    if settings.get("belief") not in _BELIEFS:
-        problem = f"belief must be one of {_BELIEFS}, got {short_repr(settings.get('belief'))}"
+    if settings.get("belief") not in BELIEF_KINDS:
+        problem = f"belief must be one of {BELIEF_KINDS}, got {short_repr(settings.get('belief'))}"
     elif not _is_int(settings.get("observation_size"), 1, _MAX_OBSERVATION):
         problem = f"observation_size must be an int in 1..{_MAX_OBSERVATION}, got " \
                   f"{short_repr(settings.get('observation_size'))}"
@@ -268,8 +270,6 @@ def load_network(path: str | Path, settings: dict[str, Any] | None = None, trust
         _check_architecture(path, record, settings)
     if problem is not None:
         if trusted:
-            from sb3_contrib import MaskablePPO
-
             return MaskablePPO.load(path, device="cpu").policy
         raise ValueError(f"{path} cannot be loaded safely: {problem}; loading it would mean unpickling code from "
                          f"it (set {TRUST_VARIABLE}=1 only for a file from a source you trust)")
@@ -326,8 +326,6 @@ def load_model(path: str | Path, env: Any = None, **kwargs: Any) -> Any:
     The env's observation settings must match the checkpoint's; otherwise ``ValueError`` names both.
     Extra ``kwargs`` go to ``MaskablePPO.load`` (e.g. ``tensorboard_log``).
     """
-    from sb3_contrib import MaskablePPO
-
     saved = read_settings(path, trusted=False)
     if env is not None:
         check_settings(path, saved, _env_belief(env), int(np.prod(env.observation_space.shape)))
@@ -346,20 +344,20 @@ class PPOPolicy:
 
     Args:
         network: the model's ``MaskableActorCriticPolicy`` (only its actor is used).
-        belief: the belief setting the network was trained with; the harness that seats this
-            policy reads it to encode the matching observations.
+        belief: the belief setting the network was trained with; the policy declares it as its
+            ``needs``, so the seat encodes the matching observations.
         observation_size: the flat observation length the network expects.
         deterministic: play the most probable legal action (default) or sample from the
             masked distribution with a generator seeded by ``reset``.
         name: a label for tables.
     """
 
-    def __init__(self, network: Any, belief: str = "none", observation_size: int = BASE_SIZE,
+    def __init__(self, network: Any, belief: BeliefKind = "none", observation_size: int = BASE_SIZE,
                  deterministic: bool = True, name: str = "ppo") -> None:
-        if belief not in _BELIEFS:
-            raise ValueError(f"belief must be one of {_BELIEFS}, got {belief!r}")
+        if belief not in BELIEF_KINDS:
+            raise ValueError(f"belief must be one of {BELIEF_KINDS}, got {belief!r}")
         self.network = network.to("cpu").eval()
-        self.belief = belief
+        self.needs = Needs(belief)
         self.observation_size = observation_size
         self.deterministic = deterministic
         self.name = name
@@ -378,6 +376,11 @@ class PPOPolicy:
         return cls(network, belief=settings["belief"], observation_size=settings["observation_size"],
                    deterministic=deterministic, name=name or Path(path).stem)
 
+    @property
+    def belief(self) -> BeliefKind:
+        """The belief setting the network was trained with (its ``needs``)."""
+        return self.needs.belief
+
     def reset(self, seed: int | None = None) -> None:
         """Start a game; the seed only matters when sampling (``deterministic=False``)."""
         self.rng = np.random.default_rng(seed)
@@ -389,7 +392,7 @@ class PPOPolicy:
             raise ValueError(
                 f"{self.name} was trained with {_describe(self.belief, self.observation_size)}, but was given "
                 f"an observation of shape {obs.shape}; seat it through UnoEnv or play_game, which read "
-                f"its belief attribute, or encode views with belief={self.belief!r}")
+                f"its needs, or encode views with belief={self.belief!r}")
         with torch.inference_mode():
             features = self.network.pi_features_extractor(torch.from_numpy(obs[None]))
             logits = self.network.action_net(self.network.mlp_extractor.forward_actor(features))[0].numpy()

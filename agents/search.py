@@ -13,6 +13,9 @@ budget (a number of simulations, milliseconds, or both: whichever ends first) is
    the world; **expands** one untried action (the rollout policy's own move first);
 4. **rolls out** to the end of the game with the rollout policy (``"rule"``, ``"random"`` or any
    Policy), and backs up the result (win 1, draw 1/2, loss 0) from the side of the seat that moved.
+   With one tree level and a built-in rollout policy, the whole simulation runs as a compiled kernel
+   (:func:`uno_env.core.simulate`: the same rules and the same rule player, about 10x faster); its random
+   stream is seeded by the world, as the Python rollouts' is.
 
 Two choices make small budgets count, since in UNO the luck of the draw dwarfs the difference between
 two moves:
@@ -41,12 +44,12 @@ opponent, so the search does not rely on an assumed opponent.
 is never registered as an opponent name and is only wired through :func:`play_oracle_game`.
 
 The player starts its belief from the view right after the deal, which harnesses hand it through the
-optional ``observe_start(view)`` hook of the Policy protocol (:mod:`uno_env.opponents`). A harness
+optional ``observe_start(view)`` hook of the Policy protocol (:mod:`uno_env.policy`). A harness
 without the hook still works: the belief then starts from the first view :meth:`SearchPolicy.act`
 receives, without learning from the events it carries.
 
-``import agents`` registers the name ``"search"`` (this class with its defaults) for
-:func:`uno_env.opponents.make_policy`.
+The policy registry (:mod:`uno_env.policy`) builds this class with its defaults for the name ``"search"``.
+It needs no belief features in its observations (it declares no ``needs``): it keeps its own tracker.
 """
 
 from __future__ import annotations
@@ -59,11 +62,14 @@ from typing import Any
 
 import numpy as np
 
+from uno_env.belief import BeliefKind, make_belief
 from uno_env.cards import COPIES, NUM_CARD_TYPES
+from uno_env.core import RANDOM_POLICY, RULE_POLICY, pack_states, simulate
 from uno_env.game import Game
 from uno_env.match import GameResult, play_game
 from uno_env.observation import encode_base
-from uno_env.opponents import Policy, make_policy, register_policy
+from uno_env.opponents import RulePolicy
+from uno_env.policy import NO_NEEDS, Policy, make_policy
 from uno_env.view import DRAWN, PublicView
 
 _COPIES = np.array(COPIES, dtype=np.int64)
@@ -130,11 +136,14 @@ class SearchPolicy:
     ``search_seconds`` count the searched decisions and their time (belief update included) since construction.
     """
 
+    #: The player keeps its own belief (``belief``), fed from the plain views: the seat encodes nothing extra.
+    needs = NO_NEEDS
+
     def __init__(
         self,
         simulations: int | None = 800,
         time_ms: float | None = None,
-        belief: str = "particles",
+        belief: BeliefKind = "particles",
         n_particles: int = 500,
         rollout: str | Policy = "rule",
         exploration: float = 0.7,
@@ -153,11 +162,15 @@ class SearchPolicy:
             raise ValueError(f"belief must be 'counting' or 'particles', got {belief!r}")
         self.simulations = simulations
         self.time_ms = time_ms
-        # Not named ``belief``: the harness reads a policy's ``belief`` attribute to add belief features
-        # to its observation, which this player does not use.
-        self.belief_kind = belief
+        self.belief = belief
         self.n_particles = n_particles
         self.rollout_policy = None if rollout == "random" else make_policy(rollout)
+        # The built-in rollout policies also exist as kernels (uno_env.core), which one-level searches use
+        # unless a subclass replaces the Python simulation (as the tests' recording players do).
+        stock = type(self)._simulate is SearchPolicy._simulate and type(self)._rollout is SearchPolicy._rollout
+        self._compiled_rollout = None if not stock else (
+            RANDOM_POLICY if self.rollout_policy is None
+            else RULE_POLICY if type(self.rollout_policy) is RulePolicy else None)
         self.exploration = exploration
         self.tree_depth = math.inf if tree_depth is None else tree_depth
         self.keep_default_z = keep_default_z
@@ -182,9 +195,7 @@ class SearchPolicy:
 
     def observe_start(self, view: PublicView) -> None:
         """Start the belief from this seat's view right after the deal (the optional Policy hook)."""
-        from uno_env.belief import make_belief
-
-        self._tracker = make_belief(self.belief_kind, n_particles=self.n_particles, rng=self._belief_rng,
+        self._tracker = make_belief(self.belief, n_particles=self.n_particles, rng=self._belief_rng,
                                     opponent_policy=self.opponent_policy)
         self._tracker.reset(view)
 
@@ -230,9 +241,17 @@ class SearchPolicy:
                 child = root.children[action] = _Node(_ME)
             # Common random numbers: the k-th simulation of every root action runs in the same world,
             # so root actions are compared on the same hidden hands, deck orders and rollout draws.
-            game, uniform = worlds.get(child.visits)
-            game.step(action)
-            rewards[action].append(self._simulate(child, game, uniform))
+            if self._compiled_rollout is not None and self.tree_depth <= 1:
+                # No tree below the root: the whole simulation runs compiled; backing up to the root child
+                # (this seat's move) adds this seat's reward.
+                reward = worlds.simulate(child.visits, action, self._compiled_rollout)
+                child.visits += 1
+                child.reward += reward
+            else:
+                game, uniform = worlds.get(child.visits)
+                game.step(action)
+                reward = self._simulate(child, game, uniform)
+            rewards[action].append(reward)
             root.visits += 1
             done += 1
         self.last_simulations = done
@@ -298,7 +317,7 @@ class SearchPolicy:
         rollouts, instead of a random move for each seat until every action has been tried once.
         """
         if self.rollout_policy is not None:
-            action = self.rollout_policy.act(_rollout_view(game, legal))
+            action = self.rollout_policy.act(rollout_view(game, legal))
             if action in untried:
                 return action
         return untried[int(uniform() * len(untried))]
@@ -315,7 +334,7 @@ class SearchPolicy:
             elif policy is None:
                 game.step(legal[int(uniform() * len(legal))])
             else:
-                game.step(policy.act(_rollout_view(game, legal)))
+                game.step(policy.act(rollout_view(game, legal)))
 
 
 class _Worlds:
@@ -338,6 +357,7 @@ class _Worlds:
         self.pending_draw = view.pending_draw
         self.opponent_hand_size = view.opponent_hand_size
         self.worlds: list[tuple[list[int], list[int], int]] = []
+        self.packed: list[tuple[np.ndarray, np.uint64]] = []  # worlds as kernel states, for simulate()
 
     def get(self, k: int) -> tuple[Game, _Uniforms]:
         """World ``k`` as a fresh game (this seat to move) and its random stream."""
@@ -349,6 +369,18 @@ class _Worlds:
                     self.pending_draw, rng)
         return game, _Uniforms(rng)
 
+    def simulate(self, k: int, action: int, policy: int) -> float:
+        """This seat's reward (win 1, draw 1/2, loss 0) of root ``action`` in world ``k``, played out compiled.
+
+        The world's seed starts the kernel's random stream, so the same ``k`` replays the same luck.
+        A game still running after the action cap counts as a draw, as in :meth:`SearchPolicy._rollout`.
+        """
+        while len(self.packed) <= k:
+            self._extend()
+        state, seed = self.packed[k]
+        outcome = simulate(state, action, policy, seed, _MAX_ROLLOUT_ACTIONS)
+        return 1.0 if outcome == _ME else (0.0 if outcome == _OPPONENT else 0.5)
+
     def _extend(self) -> None:
         rng = self.player._rng
         hands = np.asarray(self.player._opponent_hands(_SAMPLE_BATCH), dtype=np.int64)
@@ -356,11 +388,16 @@ class _Worlds:
         if (decks < 0).any() or (hands.sum(axis=1) != self.opponent_hand_size).any():
             raise ValueError(f"an opponent hand to determinize with must be {self.opponent_hand_size} of the "
                              "unseen cards")
-        seeds = rng.integers(2**62, size=len(hands)).tolist()
-        for hand, counts, seed in zip(hands.tolist(), decks, seeds, strict=True):
+        seeds = rng.integers(2**62, size=len(hands))
+        shuffled = []
+        for counts in decks:
             deck = np.repeat(_CARD_TYPES, counts)
             rng.shuffle(deck)
-            self.worlds.append((hand, deck.tolist(), seed))
+            shuffled.append(deck)
+        shuffled = np.array(shuffled)
+        self.worlds += zip(hands.tolist(), shuffled.tolist(), seeds.tolist(), strict=True)
+        states = pack_states(self.hand, hands, shuffled, self.discard, self.active_colour, _ME, self.pending_draw)
+        self.packed += zip(states, seeds.astype(np.uint64), strict=True)
 
 
 def _beats(challenger: list[float], default: list[float], z: float) -> bool:
@@ -372,7 +409,7 @@ def _beats(challenger: list[float], default: list[float], z: float) -> bool:
     return float(diff.mean()) > z * float(diff.std(ddof=1)) / math.sqrt(n)
 
 
-def _rollout_view(game: Game, legal: list[int]) -> PublicView:
+def rollout_view(game: Game, legal: list[int]) -> PublicView:
     """The view of the seat to move in a simulated game, sharing the game's lists (rollout policies only read)."""
     seat = game.current
     return PublicView(
@@ -380,7 +417,7 @@ def _rollout_view(game: Game, legal: list[int]) -> PublicView:
         deck_size=len(game.deck), discard=game.discard_counts, discard_size=len(game.discard), top=game.discard[-1],
         active_colour=game.active_colour, pending_draw=game.pending_draw, to_move=True, legal_actions=legal,
         events=[], outcome=None, encoder=encode_base,
-    )  # fmt: skip
+    )
 
 
 class OracleSearchPolicy(SearchPolicy):
@@ -420,5 +457,3 @@ def play_oracle_game(opponent: Policy, seed: int, oracle_seat: int = 0, first_pl
     result = play_game(policies, seed, first_player, on_deal=lambda game: table.__setitem__("game", game))
     return result, oracle
 
-
-register_policy("search", SearchPolicy)

@@ -31,9 +31,8 @@ import numpy as np
 
 from uno_env import UnoEnv
 from uno_env.belief import make_belief
-from uno_env.game import Game
-from uno_env.match import _streams
-from uno_env.opponents import make_policy
+from uno_env.policy import make_policy
+from uno_env.seat import Seat, start_game
 from uno_env.view import PublicView
 
 
@@ -41,18 +40,15 @@ def record_views(rival: str, games: int, seed: int) -> list[list[PublicView]]:
     """Per game, seat 0's view after the deal and at each of its decisions and the end (random seat 0)."""
     out = []
     for g in range(games):
-        deal, reshuffle, seeds = _streams(seed + g)
-        game = Game.deal(deal, g % 2)
-        game.rng = reshuffle
-        policies = [make_policy("random"), make_policy(rival)]
-        for seat, policy in enumerate(policies):
-            policy.reset(int(seeds[seat]))
+        seats = [Seat(0, make_policy("random")), Seat(1, make_policy(rival))]
+        game = start_game(seats, seed + g, g % 2)
         views = [game.observe(0)]
         while not game.done:
-            view = game.observe(game.current)
+            seat = seats[game.current]
+            view = seat.observe(game)
             if game.current == 0:
                 views.append(view)
-            game.step(policies[game.current].act(view))
+            game.step(seat.act(game, view))
         views.append(game.observe(0))
         out.append(views)
     return out

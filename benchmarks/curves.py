@@ -2,7 +2,7 @@
 
     python benchmarks/curves.py runs/a runs/b --labels A B --out docs/figures/curves.png
 
-Reads each run folder's ``evaluations.jsonl`` (written by ``train.trainer``: one line per periodic
+Reads each run folder's ``evaluations.jsonl`` (written by ``train.training.trainer``: one line per periodic
 evaluation, paired and seat-balanced games, with the training time so far) and draws one row per
 opponent, steps on the left and wall-clock training time on the right, with each point's 95% CI as a band.
 Also prints the curves as a Markdown table.

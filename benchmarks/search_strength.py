@@ -3,14 +3,14 @@
     .venv/bin/python benchmarks/search_strength.py --opponents rule --budgets 50 200 --pairs 100
     .venv/bin/python benchmarks/search_strength.py --opponents random rule --budgets 200 --players counting
 
-Every cell plays ``--pairs`` deal pairs (:func:`train.evaluate.deal_seeds`): each deal is played twice with
+Every cell plays ``--pairs`` deal pairs (:func:`train.evaluation.matches.deal_seeds`): each deal is played twice with
 the seats swapped. The same deals are used in every cell, so cells are comparable deal by deal. A
 player is the search player with a belief (``counting``, ``particles``), the ``oracle``
 (:class:`agents.search.OracleSearchPolicy`, which sees the opponent's hand: the ceiling of a perfect
 belief at the same budget), or ``uniform`` (:class:`UniformSearchPolicy`, which ignores every event: the
 floor). Where a belief lands between floor and ceiling is how much of the information gap it closes.
 Scores count a win as 1 and a draw as 1/2; the 95% CI is the evaluation harness's paired t-interval over
-deal pairs (:func:`train.evaluate.paired_interval`).
+deal pairs (:func:`train.evaluation.statistics.paired_interval`).
 
 ``ms/move`` is the mean wall time of the search player's decisions that had a choice (two or more legal
 actions): belief update plus search, on one core, while other work may share the machine. Forced moves
@@ -32,10 +32,11 @@ from typing import Any
 import numpy as np
 
 from agents.search import SearchPolicy, play_oracle_game
-from train.evaluate import deal_seeds, paired_interval
+from train.evaluation.matches import deal_seeds
+from train.evaluation.statistics import paired_interval
 from uno_env.cards import COPIES, NUM_CARD_TYPES
 from uno_env.match import play_game
-from uno_env.opponents import make_policy
+from uno_env.policy import make_policy
 from uno_env.view import PublicView
 
 PLAYERS = ("uniform", "counting", "particles", "oracle")

@@ -28,7 +28,7 @@ import yaml
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from train.config import ConfigError
-from train.trainer import train_once
+from train.training.trainer import train_once
 
 _UPDATE_TAGS = ("train/approx_kl", "train/clip_fraction", "train/explained_variance")
 

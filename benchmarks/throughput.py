@@ -45,6 +45,12 @@ def env_steps_per_second(opponent: str, games: int, seed: int, belief: str = "no
     """``UnoEnv`` steps per second with a uniformly random agent."""
     env = UnoEnv(opponent=opponent, belief=belief)
     rng = np.random.default_rng(seed)
+    # One game first, not counted: a compiled opponent (the rule player) loads its kernel on its first move,
+    # a one-off cost per process reported apart (docs/BENCHMARKS.md, "Compiled rules core").
+    _, info = env.reset(seed=seed + games)  # a seed the timed games do not use
+    terminated = False
+    while not terminated:
+        _, _, terminated, _, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
     steps = 0
     start = time.perf_counter()
     for g in range(games):

@@ -1,4 +1,4 @@
-"""The training config (train.config) and the uno-train command line's error handling (train.cli).
+"""The training config (train.config) and the uno-train command line's error handling (train.cli.train).
 
 Every bad input must give a ``ConfigError`` whose message names the key and the bad value, and the
 command line must turn it into exit status 2 with the message on stderr, before any training starts.
@@ -9,6 +9,8 @@ from __future__ import annotations
 import copy
 import json
 import re
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -16,9 +18,9 @@ from typing import Any
 import pytest
 
 from agents.ppo import SETTINGS_MEMBER
-from train.cli import main
+from train.cli.train import main
 from train.config import ConfigError, TrainConfig, apply_override, config_to_dict, load_config, parse_config
-from train.trainer import train
+from train.training.trainer import train
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG_FILES = sorted((ROOT / "configs").glob("*.yaml"))
@@ -409,3 +411,13 @@ def test_checkpoints_of_different_beliefs_in_one_schedule(tmp_path: Path):
     assert_names(str(raised.value), "share one belief", "belief='none'", "belief='counting'", "none.zip",
                  "counting.zip")
     assert not run.exists()
+
+
+def test_parsing_a_config_loads_no_torch():
+    """Reading and checking a YAML config (player specs included) is cheap: torch is for training."""
+    code = ("import sys\nfrom train.config import load_config\n"
+            "config = load_config('configs/default.yaml', ['eval.opponents=[random, rule, ppo-none]'])\n"
+            "print('torch' in sys.modules, config.eval.opponents)")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[0] == "False"

@@ -88,7 +88,7 @@ def test_same_seed_same_trajectory(kwargs):
 
 def test_belief_setting_does_not_change_the_game():
     """The trackers draw from generators of their own: a seed deals and reshuffles one game whatever the belief."""
-    for seed in (0, 7):  # seed 7's game (random actions from seed 7) reshuffles the discard pile
+    for seed in (0, 10):  # seed 10's game (random actions from seed 10) reshuffles the discard pile
         games = [[repr(step[1:]) if len(step) > 2 else step[1] for step in
                   trajectory(UnoEnv(belief=belief, n_particles=16), seed, seed)]
                  for belief in ("none", "counting", "particles")]

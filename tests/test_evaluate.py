@@ -1,4 +1,5 @@
-"""Evaluation (train.evaluate), tournaments (train.tournament) and MaskablePPO checkpoints as players (agents.ppo).
+"""Evaluation (train.evaluation.matches), tournaments (train.evaluation.tournament) and MaskablePPO checkpoints as
+players (agents.ppo).
 
 Evaluations are paired and seat-balanced: each deal is played twice with the seats swapped, so a
 deterministic player against itself scores exactly 1/2 on every pair. Results derive from one seed
@@ -8,6 +9,7 @@ and do not depend on how the games are spread over worker processes.
 from __future__ import annotations
 
 import json
+import re
 import zipfile
 from pathlib import Path
 
@@ -18,8 +20,10 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from uno_testlib import capped, winner_by_rules
 
 from agents.ppo import SETTINGS_MEMBER, PPOPolicy, load_model, read_settings, save_model
-from train.evaluate import MatchResult, evaluate, format_table, main, paired_interval, run_matches
-from train.tournament import bradley_terry, format_tournament, round_robin
+from train.cli.evaluate import main
+from train.evaluation.matches import MatchResult, evaluate, format_table, run_matches
+from train.evaluation.statistics import paired_interval
+from train.evaluation.tournament import bradley_terry, format_tournament, round_robin
 from uno_env.env import UnoEnv
 from uno_env.game import Game
 from uno_env.observation import encode_base
@@ -119,7 +123,9 @@ def test_rule_beats_random():
 def test_bad_opponent_spec_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown player 'rulez'") as raised:
         evaluate("rule", ["random", "rulez"], pairs=1, workers=1)
-    assert "random, rule" in str(raised.value) and "module:attribute" in str(raised.value)
+    listed = re.search(r"policy name \(([^)]*)\)", str(raised.value))  # shipped agents sort between the built-ins
+    assert listed and {"random", "rule"} <= set(listed.group(1).split(", "))
+    assert "module:attribute" in str(raised.value)
     with pytest.raises(ValueError, match="cannot import player"):
         evaluate("rule", ["uno_env.opponents:Nobody"], pairs=1, workers=1)
     with pytest.raises(ValueError, match="pairs must be at least 1"):

@@ -1,4 +1,4 @@
-"""The built-in policies and the policy registry (uno_env.opponents)."""
+"""The built-in policies (uno_env.opponents)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,10 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from uno_testlib import DRAW, FirstLegalPolicy, act, capped, scenario, wild_actions
+from uno_testlib import DRAW, act, capped, scenario
 
-from uno_env import opponents
 from uno_env.game import Game
-from uno_env.opponents import Policy, RandomPolicy, RulePolicy, make_policy, policy_names, register_policy
+from uno_env.opponents import RandomPolicy, RulePolicy
 from uno_env.view import PublicView
 
 OPPONENT_FILLER = ["yellow:1", "yellow:2", "yellow:4", "yellow:5", "yellow:6", "yellow:7", "yellow:8"]
@@ -140,39 +139,3 @@ def test_rule_policy_beats_random_play():
             game.step((rule if game.current == 0 else rand).act(view))
         wins += game.outcome == 0
     assert wins > 0.55 * 300
-
-
-# ---------------------------------------------------------------------------------------------- registry
-def test_make_policy_by_name_and_object():
-    assert isinstance(make_policy("random"), RandomPolicy)
-    assert isinstance(make_policy("rule"), RulePolicy)
-    assert make_policy("random") is not make_policy("random"), "a fresh policy per call"
-    mine = FirstLegalPolicy()
-    assert make_policy(mine) is mine
-    assert isinstance(RandomPolicy(), Policy) and isinstance(mine, Policy)
-    assert {"random", "rule"} <= set(policy_names()) and policy_names() == sorted(policy_names())
-
-
-def test_make_policy_errors():
-    with pytest.raises(ValueError, match="unknown policy 'nobody'.*random.*rule"):
-        make_policy("nobody")
-    with pytest.raises(TypeError, match="reset.*act"):
-        make_policy(object())
-
-    class ActOnly:
-        def act(self, view):
-            return DRAW
-
-    with pytest.raises(TypeError, match="ActOnly"):
-        make_policy(ActOnly())
-
-
-def test_register_policy(monkeypatch):
-    monkeypatch.setattr(opponents, "_REGISTRY", dict(opponents._REGISTRY))
-    register_policy("first_legal", FirstLegalPolicy)
-    assert "first_legal" in policy_names()
-    policy = make_policy("first_legal")
-    assert isinstance(policy, FirstLegalPolicy)
-    view = view_of(["red:5", "wild"])
-    assert policy.act(view) == min(view.legal_actions) == act("red:5")
-    assert wild_actions("wild") <= set(view.legal_actions)

@@ -1,142 +1,232 @@
-"""The ``uno-play`` terminal game, driven through standard input."""
+"""The ``uno-play`` terminal game: typed as a person types it, in a pseudo-terminal and in process."""
 
 from __future__ import annotations
 
 import io
+import os
+import pty
 import re
+import select
 import subprocess
 import sys
-import types
+import time
 from pathlib import Path
 
-import numpy as np
 import pytest
+from rich.console import Console
 
-from train import play
-from uno_env.opponents import RandomPolicy
-from uno_env.view import PLAY
+from train.cli import play
+from train.table.console import card_label
+from train.table.moves import menu
+from train.table.records import load_record, positions
+from train.table.session import TableGame
+from train.table.terminal import TerminalGame
+from uno_env.cards import WILD
+from uno_env.opponents import RandomPolicy, RulePolicy
 
 ROOT = Path(__file__).resolve().parent.parent
 #: A policy object for the ``module:attribute`` form (this file is importable as ``test_play``).
 SHARED_POLICY = RandomPolicy()
-MENU_LINE = re.compile(r"^  (\d+)\) play (\S+)(?: -> (\w+))?$")  # drawing is never a choice: it happens by itself
-RESULT_LINES = ("You won.", "You lost.", "The game is drawn.")
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+MOVE_PROMPT = "Your move (a card or 1-"
 
 
-def run_main(monkeypatch, capsys, argv: list[str], stdin: str) -> tuple[int, str]:
-    """Call ``play.main`` with ``stdin`` as standard input; (exit status, everything printed)."""
-    monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
-    status = play.main(argv)
-    return status, capsys.readouterr().out
+def first_turn_menu(seed: int) -> list[int]:
+    """The menu of the person's first turn in game 0 of a match dealt from ``seed``, the person moving first."""
+    table = TableGame([None, RandomPolicy()], ["you", "random"], seed, 0)
+    return menu(table.view(0))
 
 
-def turns(output: str) -> list[str]:
-    """The text of each of the human's turns and of the final table, in order."""
-    return re.split(r"^== (?:Your turn|Game over) ==$", output, flags=re.MULTILINE)[1:]
+def seed_with_wild() -> int:
+    """A seed whose first turn offers a wild (found by dealing, so the test does not depend on one deal)."""
+    return next(seed for seed in range(200) if any(card >= WILD for card in first_turn_menu(seed)))
 
 
-def menu(turn: str) -> list[tuple[str, str | None]]:
-    """The numbered moves of a turn as (card, declared colour) pairs, in menu order."""
-    moves = []
-    for line in turn.splitlines():
-        match = MENU_LINE.match(line)
-        if match:
-            assert int(match.group(1)) == len(moves) + 1, "moves are numbered 1..k"
-            moves.append((match.group(2), match.group(3)))
-    return moves
+class Terminal:
+    """``uno-play`` in a pseudo-terminal: wait for text on the screen, type lines."""
+
+    def __init__(self, args: list[str], tmp_path: Path) -> None:
+        self.master, slave = pty.openpty()
+        env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "50"}
+        env.pop("NO_COLOR", None)
+        self.process = subprocess.Popen([sys.executable, "-m", "train.cli.play", *args], stdin=slave, stdout=slave,
+                                        stderr=slave, cwd=ROOT, env=env, close_fds=True)
+        os.close(slave)
+        self.raw = ""
+        self.seen = 0  # how much of the screen text earlier waits consumed
+
+    @property
+    def text(self) -> str:
+        return ANSI.sub("", self.raw).replace("\r", "")
+
+    def wait(self, *patterns: str, timeout: float = 60) -> str:
+        """Read until one of ``patterns`` appears after what earlier waits consumed; returns the pattern."""
+        deadline = time.monotonic() + timeout
+        while True:
+            fresh = self.text[self.seen:]
+            hits = [(fresh.find(p), p) for p in patterns if p in fresh]
+            if hits:
+                position, pattern = min(hits)
+                self.seen += position + len(pattern)
+                return pattern
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, f"none of {patterns} within {timeout}s; the screen ends with:\n{fresh[-2000:]}"
+            ready, _, _ = select.select([self.master], [], [], min(remaining, 1.0))
+            if ready:
+                try:
+                    self.raw += os.read(self.master, 65536).decode(errors="replace")
+                except OSError:  # the program ended and closed the terminal
+                    assert self.process.poll() is not None
+                    raise AssertionError(f"the program ended; none of {patterns} seen in:\n{fresh[-2000:]}") from None
+
+    def type(self, line: str) -> None:
+        os.write(self.master, (line + "\n").encode())
+
+    def close(self) -> int:
+        status = self.process.wait(timeout=60)
+        try:
+            while select.select([self.master], [], [], 0.2)[0]:
+                self.raw += os.read(self.master, 65536).decode(errors="replace")
+        except OSError:
+            pass
+        os.close(self.master)
+        return status
 
 
-def first_own_play(turn: str) -> tuple[str, str] | None:
-    """(card, colour now) of the first "you played" event listed at a turn."""
-    match = re.search(r"^  - you played (\S+) \(colour now (\w+)\)$", turn, flags=re.MULTILINE)
-    return (match.group(1), match.group(2)) if match else None
+def test_a_person_plays_in_a_terminal_by_card_names_help_a_wild_and_a_rematch(tmp_path):
+    seed = seed_with_wild()
+    options = first_turn_menu(seed)
+    terminal = Terminal(["--opponent", "random", "--seed", str(seed), "--first", "agent", "--games", "1",
+                         "--save-games", str(tmp_path)], tmp_path)
+    try:
+        terminal.wait(MOVE_PROMPT)
+        assert "\x1b[" in terminal.raw, "cards are drawn in colour on a terminal"
+        terminal.type("help")
+        terminal.wait("How to play")
+        terminal.wait(MOVE_PROMPT)
+        terminal.type("purple 12")
+        terminal.wait("I do not know")
+        terminal.wait(MOVE_PROMPT)
+        wild = card_label(next(card for card in options if card >= WILD))
+        terminal.type(wild)  # a wild by name, its colour asked for, and a colour misspelt
+        terminal.wait("Which colour for your")
+        terminal.type("blu")
+        terminal.wait(f"you played  {wild}  and chose blue")
+        # Play on: a card typed by its name as shown, or Enter for a draw, until the game ends.
+        for _ in range(500):  # a game has far fewer turns
+            screen = terminal.wait(MOVE_PROMPT, "Press Enter:", "Rematch? [y/N]:")
+            if screen == "Rematch? [y/N]:":
+                break
+            if screen == "Press Enter:":
+                terminal.type("")
+                continue
+            turn = terminal.text[:terminal.seen].rsplit("Top card", 1)[1]
+            listed = re.findall(r"^  1\)\s+(.+?)\s*(?:\(you choose the colour\))?$", turn, re.M)
+            assert "I do not know" not in turn and "Which card?" not in turn
+            terminal.type(listed[0])
+            if listed and listed[0].startswith("wild"):
+                terminal.wait("Colour (")
+                terminal.type("r")
+        screen = terminal.text
+        assert re.search(r"Match over: you [01] - [01] random", screen)
+        assert "Saved the game record to" in screen and "I do not know" in screen
+        terminal.type("y")  # a rematch: the next game is dealt from the next seed
+        terminal.wait(f"Seed {seed + 1}; random moves first.")  # the first mover alternates game by game
+        terminal.wait(MOVE_PROMPT, "Press Enter:")
+        terminal.type("q")
+        terminal.wait("You left the game.")
+        assert terminal.close() == 0
+    finally:
+        if terminal.process.poll() is None:
+            terminal.process.kill()
+    finished = load_record(tmp_path / f"uno-play-{seed}.json")
+    assert finished.players == ("you", "random") and finished.winner in ("agent", "opponent", "draw")
+    assert finished.events[0]["kind"] == "play" and finished.events[0]["card"].startswith("wild")
+    assert finished.events[0]["colour"] == "blue"
+    assert load_record(tmp_path / f"uno-play-{seed + 1}.json").winner is None  # left unfinished
 
 
-def test_full_game_against_random_applies_the_numbered_moves(monkeypatch, capsys):
-    status, out = run_main(monkeypatch, capsys, ["--opponent", "random", "--seed", "5", "--first", "agent"],
-                           "1\n" * 500)
-    assert status == 0
-    assert "You play against RandomPolicy; seed 5; you move first." in out
-    assert "== Game over ==" in out
-    assert out.rstrip().splitlines()[-1] in RESULT_LINES
-    assert "Input ended" not in out and "is not a number" not in out
-    blocks = turns(out)
-    checked = 0
-    for turn, following in zip(blocks, blocks[1:], strict=False):
-        moves = menu(turn)
-        if not moves:
-            continue  # a turn where the draw happened by itself
-        card, colour = moves[0]
-        played = first_own_play(following)
-        assert played is not None and played[0] == card
-        if colour is not None:
-            assert played[1] == colour
-        checked += 1
-    assert checked >= 5
+def scripted(answers: list[str], prompts: list[str]):
+    """An ``ask`` that answers ``answers`` in order, remembers the prompts, and ends the input after them."""
+    pending = list(answers)
+
+    def ask(prompt: str) -> str:
+        prompts.append(prompt)
+        if not pending:
+            raise EOFError
+        return pending.pop(0)
+    return ask
 
 
-def test_the_chosen_number_picks_that_move(monkeypatch, capsys):
-    _, out = run_main(monkeypatch, capsys, ["--opponent", "rule", "--seed", "3", "--first", "agent"], "3\nq\n")
-    first, second = turns(out)[:2]
-    moves = menu(first)
-    assert len(moves) >= 3
-    assert first_own_play(second)[0] == moves[2][0]
-    assert "You left the game." in out
+def run_game(answers: list[str], seed: int = 3, **options) -> tuple[str, list[str]]:
+    """Run a TerminalGame in process against the rule player; (its output, the prompts it asked)."""
+    out = io.StringIO()
+    prompts: list[str] = []
+    game = TerminalGame(options.pop("opponent", RulePolicy()), "rule", seed, first="agent",
+                        console=Console(file=out, width=120, color_system=None), ask=scripted(answers, prompts),
+                        **options)
+    game.run()
+    return out.getvalue(), prompts
 
 
-def test_bad_inputs_are_answered_and_the_prompt_repeats(monkeypatch, capsys):
-    status, out = run_main(monkeypatch, capsys, ["--seed", "3", "--first", "agent"], "abc\n0\n99\n\n-1\nq\n")
-    assert status == 0
-    assert "'abc' is not a number" in out
-    assert "There is no move 0" in out
-    assert "There is no move 99" in out
-    assert "There is no move -1" in out
-    assert "Please type the number of a move" in out
-    assert out.count("Your move [") == 6
-    assert "You left the game." in out
-    assert "Traceback" not in out
-
-
-def test_end_of_input_ends_the_game_cleanly(monkeypatch, capsys):
-    status, out = run_main(monkeypatch, capsys, ["--seed", "3", "--first", "agent"], "")
-    assert status == 0
+def test_forgiving_inputs_and_clear_answers_in_process():
+    seed = seed_with_wild()
+    options = first_turn_menu(seed)
+    wild = next(card for card in options if card >= WILD)
+    out, prompts = run_game(["abc", "0", "99", "draw", "", f"{card_label(wild)}", "purple", "gren"], seed=seed)
+    assert "I do not know 'abc'" in out
+    assert "There is no move 0" in out and "There is no move 99" in out
+    assert "you must play one" in out  # a draw is refused while a card fits
+    assert "Type a card" in out  # an empty line with several moves
+    assert "Please type one of red, green, blue, yellow" in out
+    assert f"you played  {card_label(wild)}  and chose green" in out
     assert "Input ended: leaving the game." in out
+    assert prompts.count("Colour (1 red, 2 green, 3 blue, 4 yellow; or r/g/b/y): ") == 2
 
 
-def test_same_seed_and_inputs_replay_the_same_game(monkeypatch, capsys):
-    args = ["--opponent", "random", "--seed", "11"]
-    _, first = run_main(monkeypatch, capsys, args, "1\n" * 30)
-    _, again = run_main(monkeypatch, capsys, args, "1\n" * 30)
-    _, other = run_main(monkeypatch, capsys, ["--opponent", "random", "--seed", "12"], "1\n" * 30)
+def test_same_seed_and_answers_replay_the_same_match():
+    answers = ["1"] * 40
+    first, _ = run_game(answers, seed=11, opponent=RandomPolicy())
+    again, _ = run_game(answers, seed=11, opponent=RandomPolicy())
+    other, _ = run_game(answers, seed=12, opponent=RandomPolicy())
     assert first == again
     assert first != other
 
 
-def test_opponent_first_moves_before_the_human(monkeypatch, capsys):
-    _, out = run_main(monkeypatch, capsys, ["--seed", "4", "--first", "opponent"], "q\n")
-    assert "the opponent moves first" in out
-    assert re.search(r"^  - opponent (played|drew)", turns(out)[0], flags=re.MULTILINE)
+def test_a_match_keeps_the_score_and_alternates_the_first_mover():
+    out, prompts = run_game(["1"] * 3000, seed=5, opponent=RandomPolicy(), games=2)  # "1": a wild's colour too
+    assert "Seed 5; you move first." in out and "Seed 6; rule moves first." in out
+    assert prompts.count("Press Enter for game 2 of 2 (q to stop): ") == 1
+    assert re.search(r"Score: you \d - \d rule", out) and re.search(r"Match over: you \d - \d rule", out)
+    assert "Rematch? [y/N]: " in prompts and "Thanks for playing." in out
 
 
-def test_show_belief_prints_the_opponents_expectation_or_why_not(monkeypatch, capsys):
-    _, out = run_main(monkeypatch, capsys, ["--seed", "3", "--first", "agent", "--show-belief"], "q\n")
-    try:
-        import uno_env.belief  # noqa: F401
-    except ImportError:
-        assert "the belief tracker is not available" in out
-    else:
-        assert "The opponent's card counting expects you to hold" in out
+def test_show_belief_shows_what_the_opponent_expects_of_your_hand():
+    out, _ = run_game(["q"], show_belief=True)
+    assert "What rule's card counting expects you to hold" in out
+    assert "expected" in out and "really held" in out
 
 
-@pytest.mark.parametrize(("spec", "shown"), [
-    ("random", "RandomPolicy"),
-    ("uno_env.opponents:RulePolicy", "RulePolicy"),  # a class
-    ("test_play:SHARED_POLICY", "RandomPolicy"),  # an object
-])
-def test_opponent_specs(monkeypatch, capsys, spec, shown):
-    status, out = run_main(monkeypatch, capsys, ["--opponent", spec, "--seed", "1"], "q\n")
+def test_end_of_input_ends_cleanly():
+    status, out = run_main(["--seed", "3", "--first", "agent"], "")
     assert status == 0
-    assert f"You play against {shown}; seed 1;" in out
+    assert "Input ended: leaving the game." in out
+
+
+def run_main(argv: list[str], stdin: str) -> tuple[int, str]:
+    """``uno-play`` in a subprocess with ``stdin`` typed (no terminal: no colours)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}  # for the module:attribute test_play:SHARED_POLICY
+    result = subprocess.run([sys.executable, "-m", "train.cli.play", *argv], input=stdin, capture_output=True,
+                            text=True, cwd=ROOT, timeout=120, env=env)
+    return result.returncode, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("spec", ["random", "uno_env.opponents:RulePolicy", "test_play:SHARED_POLICY"])
+def test_opponent_specs(spec):  # a name, a class, an object
+    status, out = run_main(["--opponent", spec, "--seed", "1"], "q\n")
+    assert status == 0, out
+    assert f"Game 1 of 3: you against {spec}" in out
+    assert "You left the game." in out
 
 
 @pytest.mark.parametrize("spec", ["nobody", "no_such_module_here:Player", "uno_env.opponents:NoSuchPolicy"])
@@ -147,53 +237,31 @@ def test_bad_opponent_is_a_usage_error(capsys, spec):
     assert f"--opponent {spec}:" in capsys.readouterr().err
 
 
-def test_python_dash_m_runs_the_game():
-    result = subprocess.run([sys.executable, "-m", "train.play", "--seed", "1", "--first", "agent"], input="x\nq\n",
-                            capture_output=True, text=True, cwd=ROOT, timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert "'x' is not a number" in result.stdout
-    assert "You left the game." in result.stdout
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--games", "0"], "--games must be at least 1"),
+    (["--pace", "-1", "--watch", "rule", "random"], "--pace must be at least 0"),
+    (["--port", "70000", "--web"], "--port must be in 0..65535"),
+    (["--replay", "no-such-file.json"], "--replay:"),
+])
+def test_bad_arguments_are_usage_errors(capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_info:
+        play.main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
 
 
-class RecordingTracker:
-    """A stand-in belief tracker: remembers every event it learns, and reports what it knew when asked."""
-
-    snapshots: list[list[tuple]] = []
-
-    def __init__(self) -> None:
-        self.events: list[tuple] = []
-
-    def reset(self, view) -> None:
-        self.events = list(view.events)
-
-    def update(self, view) -> None:
-        self.events += view.events
-
-    def features(self) -> np.ndarray:
-        return np.zeros(3, dtype=np.float32)
-
-    def sample_hands(self, count: int, rng: np.random.Generator) -> np.ndarray:
-        RecordingTracker.snapshots.append(list(self.events))
-        hands = np.zeros((count, 54))
-        hands[:, 0] = len(self.events)  # shown as the expected count of red:0
-        return hands
-
-
-def test_belief_watch_learns_every_opponent_event_exactly_once(monkeypatch):
-    fake = types.ModuleType("uno_env.belief")
-    fake.BELIEF_FEATURES = 3
-    fake.make_belief = lambda kind, n_particles, rng, opponent_policy=None: RecordingTracker()
-    monkeypatch.setitem(sys.modules, "uno_env.belief", fake)
-    monkeypatch.setattr(RecordingTracker, "snapshots", [])
-    lines: list[str] = []
-    result = play.play(RandomPolicy(), seed=5, first="agent", show_belief=True, read=lambda prompt: "1",
-                       write=lines.append)
-    assert result in ("agent", "opponent", "draw")
-    snapshots = RecordingTracker.snapshots
-    assert len(snapshots) == sum(line.startswith("The opponent's card counting expects") for line in lines) > 5
-    # What the opponent's seat knew at each of the human's turns only ever grows: no event lost or repeated.
-    for before, after in zip(snapshots, snapshots[1:], strict=False):
-        assert after[:len(before)] == before and len(after) > len(before)
-    assert any(kind == PLAY and player == 1 for kind, player, *_ in snapshots[-1])  # the human's plays
-    shown = [line for line in lines if line.lstrip().startswith("red:0 ")]
-    assert [float(line.split()[1]) for line in shown] == [float(len(s)) for s in snapshots]
+def test_watch_shows_both_players_moves_and_saves_replayable_records(tmp_path):
+    status, out = run_main(["--watch", "rule", "random", "--pace", "0", "--seed", "4", "--games", "2",
+                            "--save-games", str(tmp_path)], "")
+    assert status == 0, out
+    assert out.count("Game 1 of 2: rule against random") == 1 and "Game 2 of 2" in out
+    assert re.search(r"^ +\d+\.  (rule|random) played ", out, re.M)
+    assert re.search(r"^ +random: \d+ cards? +\S", out, re.M), "both hands are shown"
+    assert re.search(r"Score: rule \d - \d random", out)
+    for seed in (4, 5):
+        record = load_record(tmp_path / f"watch-{seed}.json")
+        assert record.players == ("rule", "random") and record.seed == seed and record.winner is not None
+        assert len(positions(record)) > 5
+    hidden = run_main(["--watch", "rule", "random", "--pace", "0", "--seed", "4", "--hide-hands"], "")[1]
+    assert not re.search(r"^ +random: \d+ cards? +\S", hidden, re.M)
+    assert re.search(r"^ +random: \d+ cards?$", hidden, re.M)

@@ -19,10 +19,10 @@ from uno_testlib import deck_names
 from agents.ppo import PPOPolicy, read_settings
 from agents.privileged import PrivilegedCriticPolicy
 from agents.search import SearchPolicy
-from train import pretrain
 from train.config import parse_config
-from train.pretrain import collect
-from train.trainer import train
+from train.training import pretrain
+from train.training.pretrain import collect
+from train.training.trainer import train
 from uno_env.cards import NUM_CARD_TYPES, card_id
 from uno_env.env import UnoEnv
 from uno_env.match import play_game

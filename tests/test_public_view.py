@@ -103,7 +103,7 @@ class Replay:
 
 @pytest.mark.parametrize("opponent", ["random", "rule"])
 def test_infos_are_complete_and_replayable_from_events(opponent):
-    rng = np.random.default_rng(1)
+    rng = np.random.default_rng(2)  # with these seeds both opponents' games meet reshuffles
     env = UnoEnv(opponent=opponent)
     reshuffles = 0
     for seed in range(40):

@@ -34,10 +34,10 @@ import yaml
 from sb3_contrib import MaskablePPO
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-import train.trainer as trainer
+import train.training.trainer as trainer
 from agents.files import atomic_path
 from agents.ppo import TRUST_VARIABLE, PPOPolicy, load_network, read_settings, save_model
-from train.cli import main
+from train.cli.train import main
 from train.config import ConfigError, parse_config
 from uno_env.env import UnoEnv
 
@@ -436,8 +436,8 @@ def test_deep_and_aliased_yaml_files_exit_2(tmp_path: Path, capsys: pytest.Captu
 
 
 def test_evaluate_checks_json_path_and_seed_first(tmp_path: Path, capsys: pytest.CaptureFixture):
-    from train.evaluate import main as evaluate_main
-    from train.play import main as play_main
+    from train.cli.evaluate import main as evaluate_main
+    from train.cli.play import main as play_main
 
     for argv in (["--json", str(tmp_path)], ["--json", str(tmp_path / "missing" / "x.json")], ["--seed", "-1"]):
         with pytest.raises(SystemExit) as exited:

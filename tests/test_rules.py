@@ -11,7 +11,7 @@ each other. Set-up, first player and truncation are not positions, so they have 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import gymnasium as gym
@@ -31,6 +31,7 @@ from uno_testlib import (
 )
 
 import uno_env  # noqa: F401  (registers Uno-v0)
+from uno_env import seat
 from uno_env.cards import card_name, full_deck
 from uno_env.env import UnoEnv
 from uno_env.game import Game, IllegalActionError
@@ -460,10 +461,16 @@ def test_starting_action_card_has_no_effect_on_the_engine(start, first_player):
     assert set(view.legal_actions) == legal_by_rules(hand, start, "red", 0)
 
 
+def rig_deals(monkeypatch: pytest.MonkeyPatch, start: str) -> None:
+    """Make every game the seat module deals start from ``start`` (its deal generator becomes a RiggedRng)."""
+    real = seat.game_seeds
+    monkeypatch.setattr(seat, "game_seeds", lambda seed: replace(real(seed), deal=RiggedRng(rigged_order(start))))
+
+
 @pytest.mark.parametrize("start", ["red:skip", "red:reverse", "red:draw2"])
-def test_starting_action_card_has_no_effect_in_the_env(start):
+def test_starting_action_card_has_no_effect_in_the_env(start, monkeypatch):
+    rig_deals(monkeypatch, start)
     env = UnoEnv(first_player="agent")
-    env.np_random = RiggedRng(rigged_order(start))
     _, info = env.reset()
     assert info["top"] == start and info["pending_draw"] == 0 and info["events"] == []
     assert len(info["hand"]) == 7 and info["opponent_hand_size"] == 7
@@ -471,7 +478,6 @@ def test_starting_action_card_has_no_effect_in_the_env(start):
 
     opponent = FirstLegalPolicy()
     env = UnoEnv(opponent=opponent, first_player="opponent")
-    env.np_random = RiggedRng(rigged_order(start))
     env.reset()
     assert len(opponent.views) >= 1, "the first player is not skipped by the starting card"
     first = opponent.views[0]

@@ -2,52 +2,17 @@
 
 from __future__ import annotations
 
-import sys
-import types
-
 import numpy as np
 import pytest
 from uno_testlib import act, capped, scenario
 
-import agents  # noqa: F401  (registers "search")
 from agents.search import OracleSearchPolicy, SearchPolicy, play_oracle_game
 from uno_env import UnoEnv
-from uno_env.cards import COPIES
 from uno_env.game import Game
 from uno_env.match import play_game
-from uno_env.opponents import RandomPolicy, RulePolicy, make_policy, policy_names
+from uno_env.opponents import RandomPolicy, RulePolicy
+from uno_env.policy import make_policy, policy_names
 from uno_env.view import PublicView
-
-
-class _UniformStandIn:
-    """Until uno_env.belief lands: opponent hands drawn uniformly from the unseen cards of the last view."""
-
-    def __init__(self, **_: object) -> None:
-        self.view: PublicView | None = None
-
-    def reset(self, view: PublicView) -> None:
-        self.view = view
-
-    update = reset
-
-    def sample_hands(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        unseen = np.array(COPIES) - np.asarray(self.view.hand) - np.asarray(self.view.discard)
-        pool = np.repeat(np.arange(54), unseen)
-        hands = np.zeros((n, 54), dtype=np.int64)
-        for row in hands:
-            np.add.at(row, rng.choice(pool, self.view.opponent_hand_size, replace=False), 1)
-        return hands
-
-
-@pytest.fixture(autouse=True)
-def belief_module(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The player imports uno_env.belief when a game starts; stand in for it while it does not exist yet."""
-    try:
-        import uno_env.belief  # noqa: F401
-    except ImportError:
-        stand_in = types.ModuleType("uno_env.belief")
-        stand_in.make_belief = lambda kind, **kwargs: _UniformStandIn(**kwargs)
-        monkeypatch.setitem(sys.modules, "uno_env.belief", stand_in)
 
 
 class Recorder:

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 from uno_testlib import act, counts_of, deck_names, minus, scenario
 
-import agents  # noqa: F401  (registers "search")
 from agents.search import OracleSearchPolicy, SearchPolicy
 from uno_env.game import Game
 from uno_env.opponents import RulePolicy

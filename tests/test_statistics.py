@@ -1,5 +1,5 @@
-"""Evaluation statistics pinned to values computed by hand: train.evaluate's intervals and scores,
-train.tournament's Bradley-Terry ratings.
+"""Evaluation statistics pinned to values computed by hand: train.evaluation.statistics's intervals and scores,
+train.evaluation.tournament's Bradley-Terry ratings.
 
 Reference numbers are worked out here from the textbook formulas, with Student's t quantiles from a printed
 table (t_{0.975, df}), so a wrong degrees-of-freedom, a wrong n or a wrong draw score changes a number the
@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from train import evaluate
-from train.evaluate import paired_interval, run_matches, t_quantile_975, wilson_interval
-from train.tournament import bradley_terry
+from train.evaluation import matches
+from train.evaluation.matches import run_matches
+from train.evaluation.statistics import paired_interval, score_interval, t_quantile_975, wilson_interval
+from train.evaluation.tournament import bradley_terry
 from uno_env.match import GameResult
 from uno_env.opponents import RandomPolicy
 
@@ -54,8 +55,8 @@ def test_paired_interval_never_clips_it_falls_back_to_wilson():
     # The t-interval .8333 +- .7171 leaves [0, 1]; clipping it would claim (.1162, 1.0). Wilson over the games
     # instead: 5 of 6, p = .8333, centre (p + z^2/12) / (1 + z^2/6) = .70322, half .26673.
     assert paired_interval(pairs) == pytest.approx((0.70322 - 0.26673, 0.70322 + 0.26673), abs=2e-4)
-    assert evaluate.score_interval(pairs)[2] == "W"
-    assert evaluate.score_interval(np.array([[1, 0], [0, 1], [1, 1], [.5, .5], [0, 0]]))[2] == "t"
+    assert score_interval(pairs)[2] == "W"
+    assert score_interval(np.array([[1, 0], [0, 1], [1, 1], [.5, .5], [0, 0]]))[2] == "t"
 
 
 def test_wilson_interval_by_hand():
@@ -95,7 +96,7 @@ def fake_games(draw_if: Any) -> Any:
 
 
 def test_a_drawn_game_scores_one_half(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(evaluate, "play_game", fake_games(lambda seed: True))
+    monkeypatch.setattr(matches, "play_game", fake_games(lambda seed: True))
     (result,) = run_matches([(Named("strong"), Named("weak"))], pairs=6, workers=1)
     assert result.draws == 12 and result.wins == 0 and result.losses == 0
     assert result.score == 0.5
@@ -104,10 +105,10 @@ def test_a_drawn_game_scores_one_half(monkeypatch: pytest.MonkeyPatch):
 
 def test_scores_with_a_mix_of_draws_wins_and_losses(monkeypatch: pytest.MonkeyPatch):
     pairs, seed = 40, 3
-    seeds, _ = evaluate.deal_seeds(seed, pairs)
+    seeds, _ = matches.deal_seeds(seed, pairs)
     drawn = {int(s) for s in seeds if s % 3 == 0}
     assert 0 < len(drawn) < pairs  # the sample holds both kinds of deal
-    monkeypatch.setattr(evaluate, "play_game", fake_games(lambda s: int(s) in drawn))
+    monkeypatch.setattr(matches, "play_game", fake_games(lambda s: int(s) in drawn))
     as_strong, as_weak = run_matches([(Named("strong"), Named("weak")), (Named("weak"), Named("strong"))],
                                      pairs=pairs, seed=seed, workers=1)
     n_drawn = len(drawn)

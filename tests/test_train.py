@@ -1,4 +1,5 @@
-"""Training runs end to end (train.trainer, train.cli) on tiny configs, and the potential-based reward shaping.
+"""Training runs end to end (train.training.trainer, train.cli.train) on tiny configs, and the potential-based reward
+shaping.
 
 Every run here is a few hundred steps of a 16-unit network: the tests check the run folder, the
 TensorBoard scalars, resuming, self-play, the behaviour-cloning warm start and belief runs, not
@@ -20,12 +21,13 @@ import yaml
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from agents.ppo import read_settings
-from train.cli import main
+from train.cli.train import main
 from train.config import ConfigError, TrainConfig, config_to_dict, load_config, parse_config
-from train.pretrain import collect
-from train.trainer import CardCountShaping, belief_log_loss, train
+from train.training.pretrain import collect
+from train.training.trainer import CardCountShaping, belief_log_loss, train
 from uno_env.env import UnoEnv
 from uno_env.opponents import RulePolicy
+from uno_env.policy import Needs
 
 TINY: dict[str, Any] = {
     "name": "tiny", "seed": 0, "total_timesteps": 256, "n_envs": 2, "vec_env": "dummy", "checkpoint_every": 128,
@@ -251,7 +253,7 @@ def test_belief_quality_scalars(belief_run: Path):
 class ParticleRule(RulePolicy):
     """The rule player declaring particle-filter belief features (it ignores them)."""
 
-    belief = "particles"
+    needs = Needs(belief="particles")
 
 
 def test_belief_log_loss_of_particles_beats_counting():
@@ -329,7 +331,7 @@ def test_shaping_pays_per_card_and_leaves_the_outcome_alone():
 
 
 def test_training_env_applies_shaping_only_when_asked():
-    from train.trainer import make_env
+    from train.training.trainer import make_env
 
     options: dict[str, Any] = config_to_dict(TrainConfig(total_timesteps=1))["env"]
     plain = make_env(options, {"random": 1.0}, "none")
@@ -349,7 +351,7 @@ def test_training_env_applies_shaping_only_when_asked():
 
 def test_a_killed_run_keeps_its_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """run_info.json is written at every checkpoint, so a run that dies keeps its steps and time (unfinished)."""
-    import train.trainer as trainer
+    import train.training.trainer as trainer
 
     def killed(*args: Any, **kwargs: Any) -> None:
         raise KeyboardInterrupt
@@ -368,9 +370,9 @@ def test_a_finished_run_says_so(run: Path):
 
 # ------------------------------------------------------------------------------------ shipping
 def test_ship_makes_a_model_folder_with_its_card(run: Path, tmp_path: Path):
-    """train.ship copies the best model and the run's records, and the card shows the final evaluation table."""
+    """train.cli.ship copies the best model and the run's records, and the card shows the final evaluation table."""
+    from train.cli.ship import ship
     from train.policies import resolve_policy
-    from train.ship import ship
 
     folder = ship(run, "tiny-agent", models_dir=tmp_path)
     assert folder == tmp_path / "tiny-agent"
@@ -388,8 +390,8 @@ def test_ship_makes_a_model_folder_with_its_card(run: Path, tmp_path: Path):
 
 def test_ship_refuses_an_unfinished_run(run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     """A run without its final evaluation is refused with the missing file named, and nothing is written."""
-    from train.ship import main as ship_main
-    from train.ship import ship
+    from train.cli.ship import main as ship_main
+    from train.cli.ship import ship
 
     unfinished = tmp_path / "unfinished"
     shutil.copytree(run, unfinished)

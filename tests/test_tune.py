@@ -1,4 +1,4 @@
-"""Sweeps on Ray Tune (train.tune, train.sweep_config, train.sweep_report) and evaluation on Ray (train.distributed).
+"""Sweeps on Ray Tune (train.sweeps, uno-tune) and evaluation on Ray (train.evaluation.distributed).
 
 The sweeps run for real, on one local Ray session shared by the module (2 CPUs): the smoke sweep
 (configs/sweeps/smoke.yaml: Optuna, ASHA, 2 tiny trials) end to end through the command line, and a grid sweep
@@ -19,13 +19,13 @@ import yaml
 
 ray = pytest.importorskip("ray")
 
+from train.cli.evaluate import main as evaluate_main  # noqa: E402
+from train.cli.tune import main  # noqa: E402
 from train.config import load_config  # noqa: E402
-from train.distributed import RayExecutor  # noqa: E402
-from train.evaluate import evaluate  # noqa: E402
-from train.evaluate import main as evaluate_main  # noqa: E402
-from train.sweep_config import load_sweep  # noqa: E402
-from train.sweep_report import TrialSummary, comparison_table  # noqa: E402
-from train.tune import main  # noqa: E402
+from train.evaluation.distributed import RayExecutor  # noqa: E402
+from train.evaluation.matches import evaluate  # noqa: E402
+from train.sweeps.config import load_sweep  # noqa: E402
+from train.sweeps.report import TrialSummary, comparison_table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "sweeps" / "smoke.yaml"
@@ -169,7 +169,7 @@ def test_killed_sweep_resumes(ray_session: str, tmp_path: Path):
     steps = [*TINY, "total_timesteps=3072", "eval.every=512", "checkpoint_every=512"]
     sweep = write_sweep(tmp_path / "long.yaml", trials=1, set=steps)
     out = tmp_path / "long"
-    process = subprocess.Popen([sys.executable, "-m", "train.tune", str(sweep), "--out", str(out), "--address",
+    process = subprocess.Popen([sys.executable, "-m", "train.cli.tune", str(sweep), "--out", str(out), "--address",
                                 ray_session], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     try:  # kill it once the trial has reported its first evaluation to Tune

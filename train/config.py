@@ -17,6 +17,8 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import yaml
 
+from train.specs import validate_spec
+from uno_env.belief import BeliefKind
 from uno_env.cards import short_repr
 
 #: The opponent-mix key meaning "a recent checkpoint of the agent being trained" (self-play).
@@ -61,11 +63,12 @@ def _check(check: Any) -> dict[str, Any]:
 class EnvConfig:
     """Options of the training env (``uno_env.UnoEnv``)."""
 
-    belief: Literal["none", "counting", "particles"] = "none"
+    belief: BeliefKind = "none"
     first_player: Literal["agent", "opponent", "random"] = "random"
     n_particles: int = field(default=200, metadata=_check(_positive))
     max_episode_steps: int = field(default=1000, metadata=_check(_positive))
-    reward_shaping: float = field(default=0.0, metadata=_check(_non_negative))  # see train.trainer.CardCountShaping
+    # See train.training.trainer.CardCountShaping.
+    reward_shaping: float = field(default=0.0, metadata=_check(_non_negative))
 
 
 @dataclass
@@ -120,7 +123,7 @@ class SelfPlayConfig:
 
 @dataclass
 class PretrainConfig:
-    """Imitation of a teacher before PPO (``train.pretrain``); off while ``teacher`` is null.
+    """Imitation of a teacher before PPO (``train.training.pretrain``); off while ``teacher`` is null.
 
     Round 1 is behaviour cloning of ``teacher`` on ``games`` games; each further round is a DAgger round: the
     student plays ``expert_games`` games (default: ``games``), ``expert`` (default: the teacher; e.g. ``search``
@@ -139,7 +142,7 @@ class PretrainConfig:
 
 @dataclass
 class EvalConfig:
-    """Evaluation during and after training (paired, seat-balanced: see ``train.evaluate``)."""
+    """Evaluation during and after training (paired, seat-balanced: see ``train.evaluation.matches``)."""
 
     every: int = field(default=0, metadata=_check(_non_negative))  # steps between evaluations; 0: only at the end
     pairs: int = field(default=100, metadata=_check(_positive))  # deal pairs per opponent (2 games each)
@@ -298,8 +301,6 @@ def _join(prefix: str, name: Any) -> str:
 
 def _validate(config: TrainConfig) -> None:
     """Checks that involve several keys, or the players the config names."""
-    from train.policies import validate_spec
-
     ppo = config.ppo
     rollout = ppo.n_steps * config.n_envs
     if ppo.batch_size > rollout:

@@ -1,38 +1,12 @@
-"""Turning a player *spec* (a string on the command line or in a config) into a Policy.
-
-A spec is one of:
-
-* a registered policy name: ``random``, ``rule`` (and whatever :func:`uno_env.register_policy` added);
-* a MaskablePPO checkpoint: a ``.zip`` file, a shipped-agent folder holding ``model.zip``
-  (``models/ppo-none``, or just ``ppo-none`` for a shipped agent: :mod:`train.shipped` says where they are),
-  or a training run folder (its ``best_model.zip``);
-* ``module:attribute``: an importable Policy object, class or zero-argument factory.
-"""
+"""Turning a player *spec* (:mod:`train.specs`: a name, a checkpoint, ``module:attribute``) into a Policy."""
 
 from __future__ import annotations
 
-import importlib
-from pathlib import Path
-from typing import Any
-
 from agents.ppo import PPOPolicy, read_settings
-from train.shipped import MODELS_DIR  # shipped agents: a bare name like ``ppo-none`` is MODELS_DIR / name
-from uno_env.cards import short_repr
-from uno_env.opponents import Policy, make_policy, policy_names
-
-_CHECKPOINT_NAMES = ("model.zip", "best_model.zip")
-
-
-def checkpoint_path(spec: str) -> Path | None:
-    """The checkpoint file a spec names, or None when the spec is not a checkpoint."""
-    for base in (Path(spec), MODELS_DIR / spec):
-        if base.is_file() and base.suffix == ".zip":
-            return base
-        if base.is_dir():
-            for name in _CHECKPOINT_NAMES:
-                if (base / name).is_file():
-                    return base / name
-    return None
+from agents.shipped import shipped_names
+from train.specs import CHECKPOINT_NAMES, MODELS_DIR, checkpoint_path, import_policy, label
+from uno_env.belief import BeliefKind
+from uno_env.policy import Policy, make_policy, needs_of, policy_names
 
 
 def resolve_policy(spec: str | Policy, deterministic: bool = True) -> Policy:
@@ -43,70 +17,22 @@ def resolve_policy(spec: str | Policy, deterministic: bool = True) -> Policy:
     """
     if not isinstance(spec, str):
         return make_policy(spec)
-    if spec in policy_names():
+    if spec in policy_names() and spec not in shipped_names():  # shipped agents load below, as asked to play
         return make_policy(spec)
     path = checkpoint_path(spec)
     if path is not None:
         return PPOPolicy.load(path, deterministic=deterministic, name=label(spec))
     if ":" in spec:
-        return _import_policy(spec)
+        return import_policy(spec)
     raise ValueError(
         f"unknown player {spec!r}: expected a policy name ({', '.join(policy_names())}), a checkpoint "
-        f".zip, a folder holding {' or '.join(_CHECKPOINT_NAMES)}, a folder under {MODELS_DIR}, "
+        f".zip, a folder holding {' or '.join(CHECKPOINT_NAMES)}, a folder under {MODELS_DIR}, "
         "or module:attribute")
 
 
-def validate_spec(spec: str) -> str | None:
-    """Why ``spec`` cannot name a player, or None when it can (cheap: loads no checkpoint)."""
-    if spec in policy_names() or checkpoint_path(spec) is not None:
-        return None
-    if ":" in spec:
-        try:
-            _import_policy(spec)  # imports and builds it: a module:attribute that is no Policy is refused here
-        except ValueError as error:
-            return str(error)
-        return None
-    return (f"not a policy name ({', '.join(policy_names())}), a checkpoint, a model folder, "
-            "or module:attribute")
-
-
-def spec_belief(spec: str | Policy) -> str:
+def spec_belief(spec: str | Policy) -> BeliefKind:
     """The belief setting a player declares (read from a checkpoint without loading the network)."""
-    if isinstance(spec, str):
-        path = checkpoint_path(spec)
-        if path is not None:
-            return read_settings(path)["belief"]
-        return "none" if spec in policy_names() else getattr(resolve_policy(spec), "belief", "none")
-    return getattr(spec, "belief", "none")
-
-
-def label(spec: str | Policy) -> str:
-    """A short name for tables: the policy name, the model folder's name, or the class name."""
-    if not isinstance(spec, str):
-        return getattr(spec, "name", type(spec).__name__)
-    path = Path(spec)
-    if path.suffix == ".zip":
-        return path.stem if path.stem not in ("model", "best_model") else path.parent.name
-    return path.name or spec
-
-
-def _import_policy(spec: str) -> Policy:
-    module_name, _, attribute = spec.partition(":")
-    try:
-        target: Any = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError, TypeError, ValueError) as error:  # TypeError/ValueError: e.g. "..:x"
-        raise ValueError(f"cannot import player {short_repr(spec)}: {short_repr(str(error))}") from None
-    if isinstance(target, type) or not _is_policy(target):
-        try:
-            target = target()  # a class or zero-argument factory
-        except Exception as error:  # whatever the user's callable raises, reported as a bad spec
-            raise ValueError(f"{short_repr(spec)} is not a Policy, nor a class or zero-argument factory of one: "
-                             f"calling it raised {type(error).__name__}: {short_repr(str(error))}") from None
-    if not _is_policy(target):
-        raise ValueError(f"{short_repr(spec)} did not give a Policy (an object with reset(seed) and act(view)), "
-                         f"but {short_repr(target)}")
-    return make_policy(target)
-
-
-def _is_policy(target: Any) -> bool:
-    return callable(getattr(target, "act", None)) and callable(getattr(target, "reset", None))
+    path = checkpoint_path(spec) if isinstance(spec, str) else None
+    if path is not None:
+        return read_settings(path)["belief"]
+    return needs_of(resolve_policy(spec)).belief

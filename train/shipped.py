@@ -3,32 +3,20 @@
 In a checkout (or an editable install) they are the repository's own folders. An installed wheel
 carries copies of both as package data, in the ``uno_rl_data`` package (``uno_rl_data/models``,
 ``uno_rl_data/configs`` in site-packages), so ``uno-evaluate ppo-counting`` and ``uno-train`` work
-from any folder. :data:`MODELS_DIR` and :data:`CONFIGS_DIR` are the folders in use.
+from any folder. :data:`MODELS_DIR` and :data:`CONFIGS_DIR` are the folders in use (the models folder is
+:mod:`agents.shipped`'s, which also makes each shipped agent a policy by name).
 """
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
-_CHECKOUT = Path(__file__).resolve().parent.parent
+from agents.shipped import MODELS_DIR, shipped_folder
 
+__all__ = ["CONFIGS_DIR", "MODELS_DIR", "find_config"]
 
-def _shipped_folder(name: str) -> Path:
-    """The checkout's ``name`` folder when this code runs from a checkout, else the installed package data."""
-    # pyproject.toml next to the folder tells a checkout from a site-packages that happens to hold a "models".
-    if (_CHECKOUT / "pyproject.toml").is_file() and (_CHECKOUT / name).is_dir():
-        return _CHECKOUT / name
-    spec = importlib.util.find_spec(f"uno_rl_data.{name}")
-    if spec is not None and spec.submodule_search_locations:
-        return Path(next(iter(spec.submodule_search_locations)))
-    return _CHECKOUT / name  # missing: callers name this path in their errors
-
-
-#: The shipped agents: a bare name like ``ppo-none`` resolves to ``MODELS_DIR / "ppo-none"``.
-MODELS_DIR = _shipped_folder("models")
 #: The shipped training configs (``default.yaml`` and the recipes of the shipped agents).
-CONFIGS_DIR = _shipped_folder("configs")
+CONFIGS_DIR = shipped_folder("configs")
 
 
 def find_config(spec: str | Path) -> Path:

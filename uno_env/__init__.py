@@ -5,7 +5,7 @@
     import gymnasium as gym
     import uno_env  # noqa: F401
 
-    env = gym.make("Uno-v0", opponent="rule")
+    env = gym.make("Uno-v0", opponent="rule")   # or "random", "search", a shipped agent ("ppo-none"), a Policy
     obs, info = env.reset(seed=0)
     action = int(info["action_mask"].nonzero()[0][0])
     obs, reward, terminated, truncated, info = env.step(action)
@@ -15,13 +15,14 @@ import gymnasium as gym
 
 from uno_env.env import UnoEnv
 from uno_env.game import Game, IllegalActionError
-from uno_env.opponents import Policy, RandomPolicy, RulePolicy, make_policy, register_policy
+from uno_env.opponents import RandomPolicy, RulePolicy
+from uno_env.policy import Needs, Policy, make_policy, register_policy
 from uno_env.view import PublicView
 
 __all__ = [
-    "Game", "IllegalActionError", "Policy", "PublicView", "RandomPolicy", "RulePolicy", "UnoEnv",
+    "Game", "IllegalActionError", "Needs", "Policy", "PublicView", "RandomPolicy", "RulePolicy", "UnoEnv",
     "make_policy", "register_policy",
-]  # fmt: skip
+]
 
 if "Uno-v0" not in gym.registry:
     gym.register(id="Uno-v0", entry_point="uno_env.env:UnoEnv", max_episode_steps=1000)

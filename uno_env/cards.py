@@ -21,10 +21,8 @@ import operator
 import reprlib
 
 COLOURS: tuple[str, ...] = ("red", "green", "blue", "yellow")
-RANKS: tuple[str, ...] = (
-    "0", "1", "2", "3", "4", "5", "6", "7", "8", "9",
-    "skip", "reverse", "draw2", "wild", "wild_draw4",
-)  # fmt: skip
+RANKS: tuple[str, ...] = ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "skip", "reverse", "draw2", "wild",
+                          "wild_draw4")
 
 NUM_COLOURS = 4
 NUM_COLOURED_RANKS = 13
@@ -36,6 +34,8 @@ HAND_SIZE = 7
 SKIP, REVERSE, DRAW2 = 10, 11, 12
 WILD, WILD_DRAW4 = 52, 53  # card types
 DRAW_ACTION = 60
+#: Action ids per colour in the layout: the 13 coloured ranks, then a wild and a wild draw four declaring it.
+ACTIONS_PER_COLOUR = 15
 
 #: How many copies of each card type the deck holds (index = card type).
 COPIES: tuple[int, ...] = tuple(
@@ -89,7 +89,7 @@ def action_card(action: int) -> int:
     """The card type an action plays (-1 for the draw action)."""
     if action == DRAW_ACTION:
         return -1
-    colour, rank = divmod(action, 15)
+    colour, rank = divmod(action, ACTIONS_PER_COLOUR)
     if rank == 13:
         return WILD
     if rank == 14:
@@ -99,15 +99,19 @@ def action_card(action: int) -> int:
 
 def action_colour(action: int) -> int:
     """The colour an action leaves in force (-1 for the draw action)."""
-    return -1 if action == DRAW_ACTION else action // 15
+    return -1 if action == DRAW_ACTION else action // ACTIONS_PER_COLOUR
+
+
+def play_action(card: int, colour: int) -> int:
+    """The action id that plays ``card`` leaving ``colour`` in force (a coloured card's own colour)."""
+    return colour * ACTIONS_PER_COLOUR + card_rank(card)
 
 
 def card_actions(card: int) -> tuple[int, ...]:
     """The action ids that play a card type: one for a coloured card, four (one per colour) for a wild."""
     if card < WILD:
-        return (card_colour(card) * 15 + card_rank(card),)
-    rank = card_rank(card)
-    return tuple(colour * 15 + rank for colour in range(4))
+        return (play_action(card, card_colour(card)),)
+    return tuple(play_action(card, colour) for colour in range(NUM_COLOURS))
 
 
 _SHORT = reprlib.Repr()  # Python 3.11's Repr takes no keyword arguments

@@ -8,10 +8,13 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from uno_env.cards import CARD_NAMES, COLOURS, NUM_ACTIONS, action_name, as_action
+from uno_env.ansi import render_table
+from uno_env.belief import BeliefKind
+from uno_env.cards import NUM_ACTIONS, as_action
 from uno_env.game import Game, IllegalActionError
-from uno_env.observation import PRIVILEGED_HIGH, SeatObserver, encode_privileged
-from uno_env.opponents import Policy, make_policy
+from uno_env.observation import PRIVILEGED_HIGH, encode_privileged
+from uno_env.policy import Policy, make_policy
+from uno_env.seat import Seat, start_game
 from uno_env.view import DRAWN, LOSS, WIN, PublicView, event_to_dict
 
 AGENT, OPPONENT = 0, 1
@@ -81,7 +84,7 @@ class UnoEnv(gym.Env):
         self,
         opponent: str | Policy = "random",
         first_player: str = "random",
-        belief: str = "none",
+        belief: BeliefKind = "none",
         n_particles: int = 1000,
         dict_obs: bool = False,
         illegal_action: str = "lose",
@@ -103,11 +106,11 @@ class UnoEnv(gym.Env):
         self.illegal_action = illegal_action
         self.render_mode = render_mode
         self.belief = belief
-        self._observer = SeatObserver(belief, n_particles, dict_obs)
-        self._opponent_observer = SeatObserver(getattr(self.opponent, "belief", "none"), n_particles)
+        self._agent_seat = Seat(AGENT, belief=belief, n_particles=n_particles, dict_obs=dict_obs)
+        self._opponent_seat = Seat(OPPONENT, self.opponent, n_particles=n_particles)
 
         self.action_space = spaces.Discrete(NUM_ACTIONS)
-        channels = self._observer.channels()
+        channels = self._agent_seat.observer.channels()
         if dict_obs:
             self.observation_space = spaces.Dict(
                 {name: spaces.Box(0.0, high, (size,), np.float32) for name, size, high in channels})
@@ -133,22 +136,11 @@ class UnoEnv(gym.Env):
         if "scenario" in options:
             scenario_game = Game.from_scenario(options["scenario"], np.random.default_rng(0))
         super().reset(seed=seed)
-        rng = self.np_random
-        if scenario_game is not None:
-            game = scenario_game
-            game.rng = rng  # reshuffles after a scenario start come from the env's seeded generator
-        else:
-            first = {"agent": AGENT, "opponent": OPPONENT}.get(self.first_player)
-            game = Game.deal(rng, int(rng.integers(2)) if first is None else first)
-        self._game = game
-        opponent_seed, agent_belief_seed, opponent_belief_seed = rng.integers(2**63, size=3).tolist()
-        self.opponent.reset(opponent_seed)
-        # The belief trackers draw from generators of their own, always split off (whatever the belief setting),
-        # so the same seed deals and reshuffles the same game with every belief setting.
-        self._observer.start(game, AGENT, np.random.default_rng(agent_belief_seed))
-        self._opponent_observer.start(game, OPPONENT, np.random.default_rng(opponent_belief_seed))
-        if hasattr(self.opponent, "observe_start"):  # the optional Policy hook (uno_env.opponents)
-            self.opponent.observe_start(game.observe(OPPONENT, consume_events=False))
+        first = {"agent": AGENT, "opponent": OPPONENT}.get(self.first_player)
+        # One game seed from the env's generator; the seat module derives the deal, the reshuffles and each
+        # seat's policy and belief-tracker seeds from it, so every belief setting plays the same game.
+        seats = (self._agent_seat, self._opponent_seat)
+        self._game = start_game(seats, int(self.np_random.integers(2**62)), first, scenario_game)
         self._history = []
         self._play_opponent()
         return self._observe(), self._info()
@@ -213,16 +205,10 @@ class UnoEnv(gym.Env):
     def _play_opponent(self) -> None:
         game = self._game
         while not game.done and game.current == OPPONENT:
-            view = self._opponent_observer.observe(game, OPPONENT)
-            action = self.opponent.act(view)
-            if not game.is_legal(action):
-                raise IllegalActionError(
-                    f"the embedded opponent {type(self.opponent).__name__} chose an illegal action: "
-                    + game.illegal_reason(action))
-            game.step(action)
+            game.step(self._opponent_seat.act(game, self._opponent_seat.observe(game)))
 
     def _observe(self) -> Any:
-        self._view = self._observer.observe(self._game, AGENT)
+        self._view = self._agent_seat.observe(self._game)
         self._obs = self._view.observation
         if self.privileged:
             self._obs = np.concatenate((self._obs, encode_privileged(self._game, AGENT)))
@@ -244,25 +230,3 @@ class UnoEnv(gym.Env):
     def _info(self) -> dict[str, Any]:
         return self._view.to_info()
 
-
-def render_table(view: PublicView, recent_events: list[dict[str, Any]]) -> str:
-    """A text picture of the table from the viewing seat's side."""
-    lines = [
-        f"Opponent: {view.opponent_hand_size} cards    Deck: {view.deck_size}    Discard pile: {view.discard_size}",
-        f"Top card: {CARD_NAMES[view.top]}    Colour in force: {COLOURS[view.active_colour]}"
-        + (f"    You must draw {view.pending_draw}" if view.pending_draw else ""),
-        f"Your hand ({view.hand_size}): {' '.join(view.hand_names)}",
-    ]
-    for event in recent_events:
-        if event["kind"] == "reshuffle":
-            lines.append("  - the discard pile was reshuffled into the deck")
-        elif event["kind"] == "play":
-            lines.append(f"  - {event['player']} played {event['card']} (colour now {event['colour']})")
-        else:
-            cards = f": {', '.join(event['cards'])}" if "cards" in event else ""
-            lines.append(f"  - {event['player']} drew {event['count']}{cards}")
-    if view.outcome is not None:
-        lines.append({WIN: "You won.", LOSS: "You lost.", DRAWN: "The game is drawn."}[view.outcome])
-    else:
-        lines.append("Legal: " + ", ".join(f"{a}={action_name(a)}" for a in view.legal_actions))
-    return "\n".join(lines)

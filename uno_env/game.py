@@ -8,6 +8,8 @@ replays the same game.
 
 Hot-path choices: hands are lists of 54 counts, the deck is a list drawn from its end, and the
 playable card types for each (colour, rank) on top are precomputed, so a step allocates almost nothing.
+What a play or a draw does to the turn, the pending draw and the outcome is decided by the rule functions of
+:mod:`uno_env.core`, whose compiled twins drive the kernels (search rollouts): one definition of each rule.
 """
 
 from __future__ import annotations
@@ -27,11 +29,10 @@ from uno_env.cards import (
     NUM_ACTIONS,
     NUM_CARD_TYPES,
     PLAYABLE,
-    REVERSE,
-    SKIP,
     WILD,
     WILD_DRAW4,
     action_card,
+    action_colour,
     action_name,
     card_actions,
     card_colour,
@@ -40,6 +41,7 @@ from uno_env.cards import (
     colour_id,
     full_deck,
 )
+from uno_env.core import RUNNING, after_play, draw_impossible_outcome, draw_plan
 from uno_env.view import DRAW, DRAWN, PLAY, RESHUFFLE, Event, PublicView
 
 _FULL_DECK = full_deck()
@@ -61,7 +63,7 @@ class Game:
     __slots__ = (
         "hands", "hand_sizes", "deck", "discard", "discard_counts", "active_colour", "top_rank",
         "pending_draw", "current", "outcome", "events", "_cursors", "rng",
-    )  # fmt: skip
+    )
 
     def __init__(
         self,
@@ -142,7 +144,7 @@ class Game:
         card = action_card(action)
         if self.pending_draw or not self.hands[self.current][card]:
             return False
-        return card >= WILD or card_colour(card) == self.active_colour or _RANK[card] == self.top_rank
+        return card in PLAYABLE[self.active_colour][self.top_rank]
 
     def observe(self, seat: int, *, consume_events: bool = True) -> PublicView:
         """The public view of ``seat``; by default its event cursor moves past the events returned."""
@@ -182,45 +184,34 @@ class Game:
             raise IllegalActionError(self.illegal_reason(action))
         seat = self.current
         if action == DRAW_ACTION:
-            count = self.pending_draw or 1
-            self.pending_draw = 0
-            if self._draw(seat, count):
+            if self._draw(seat):
                 # After a voluntary draw the turn passes; after a forced draw it returns to the player
                 # who played the +2/+4. In two-player UNO both mean: the other seat moves.
                 self.current = 1 - seat
             return
         card = action_card(action)
-        colour = action // 15
+        colour = action_colour(action)
         self.hands[seat][card] -= 1
         self.hand_sizes[seat] -= 1
         self.discard.append(card)
         self.discard_counts[card] += 1
         self.active_colour = colour
-        rank = _RANK[card]
-        self.top_rank = rank
+        self.top_rank = _RANK[card]
         self.events.append((PLAY, seat, card, colour))
-        if self.hand_sizes[seat] == 0:
-            self.outcome = seat
-        elif rank in (SKIP, REVERSE):
-            pass  # the opponent loses its turn: the same seat moves again
-        elif rank == DRAW2:
-            self.pending_draw = 2
-            self.current = 1 - seat
-        elif card == WILD_DRAW4:
-            self.pending_draw = 4
-            self.current = 1 - seat
-        else:
-            self.current = 1 - seat
+        self.current, self.pending_draw, outcome = after_play(card, seat, self.hand_sizes[seat])
+        if outcome != RUNNING:
+            self.outcome = outcome
 
-    def _draw(self, seat: int, count: int) -> bool:
-        """Move ``count`` cards from the deck to ``seat``'s hand; False if the game ended instead."""
+    def _draw(self, seat: int) -> bool:
+        """``seat`` draws 1 card or the pending 2/4 (:func:`~uno_env.core.draw_plan`); False if the game ended."""
         deck = self.deck
-        if len(deck) < count:
+        count, reshuffle, possible = draw_plan(self.pending_draw, len(deck), len(self.discard))
+        self.pending_draw = 0
+        if reshuffle:
             self._reshuffle()
-            if len(deck) < count:
-                mine, theirs = self.hand_sizes[seat], self.hand_sizes[1 - seat]
-                self.outcome = DRAWN if mine == theirs else (seat if mine < theirs else 1 - seat)
-                return False
+        if not possible:
+            self.outcome = draw_impossible_outcome(seat, self.hand_sizes[seat], self.hand_sizes[1 - seat])
+            return False
         drawn = deck[-count:]
         del deck[-count:]
         hand = self.hands[seat]

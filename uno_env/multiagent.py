@@ -118,10 +118,11 @@ from gymnasium.utils import seeding
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
+from uno_env.ansi import render_table
+from uno_env.belief import BeliefKind
 from uno_env.cards import CARD_NAMES, COLOURS, NUM_ACTIONS, as_action
-from uno_env.env import render_table
 from uno_env.game import Game, IllegalActionError
-from uno_env.observation import SeatObserver
+from uno_env.seat import Seat, start_game
 from uno_env.view import DRAW, PLAY, PublicView
 
 AGENTS = ("player_0", "player_1")
@@ -141,7 +142,7 @@ class UnoAECEnv(AECEnv):
     def __init__(
         self,
         first_player: str = "random",
-        belief: str = "none",
+        belief: BeliefKind = "none",
         n_particles: int = 1000,
         illegal_action: str = "lose",
         max_steps: int | None = None,
@@ -160,10 +161,10 @@ class UnoAECEnv(AECEnv):
         self.illegal_action = illegal_action
         self.max_steps = max_steps
         self.render_mode = render_mode
-        self._observers = [SeatObserver(belief, n_particles) for _ in AGENTS]
+        self._seats = [Seat(seat, belief=belief, n_particles=n_particles) for seat in range(len(AGENTS))]
 
         self.possible_agents = list(AGENTS)
-        high = np.concatenate([high for _, _, high in self._observers[0].channels()]).astype(np.float32)
+        high = np.concatenate([high for _, _, high in self._seats[0].observer.channels()]).astype(np.float32)
         # One space object per agent, so that seeding one agent's space leaves the other's alone.
         self.observation_spaces = {
             agent: spaces.Dict({
@@ -198,17 +199,11 @@ class UnoAECEnv(AECEnv):
         scenario_game = Game.from_scenario(options["scenario"], self._np_random) if "scenario" in options else None
         if seed is not None or self._np_random is None:
             self._np_random, _ = seeding.np_random(seed)
-        rng = self._np_random
-        if scenario_game is not None:
-            game = scenario_game
-            game.rng = rng  # reshuffles after a scenario start come from the seeded generator
-        else:
-            first = _SEAT.get(self.first_player)
-            game = Game.deal(rng, int(rng.integers(2)) if first is None else first)
-        self._game = game
+        # One game seed from the env's generator; the seat module derives the deal, the reshuffles and both belief
+        # trackers' generators from it, so every belief setting plays the same game.
+        self._game = start_game(self._seats, int(self._np_random.integers(2**62)), _SEAT.get(self.first_player),
+                                scenario_game)
         self._steps = 0
-        for seat, observer in enumerate(self._observers):
-            observer.start(game, seat, rng)
 
         self.agents = self.possible_agents[:]
         self.rewards = dict.fromkeys(self.agents, 0.0)
@@ -274,14 +269,14 @@ class UnoAECEnv(AECEnv):
         """Refresh both seats' views after a change; each seat's observer sees each decision exactly once."""
         game = self._game
         if game.done:
-            for seat, observer in enumerate(self._observers):
-                self._views[seat] = observer.observe(game, seat)
+            for seat in self._seats:
+                self._views[seat.index] = seat.observe(game)
         else:
             mover = game.current
-            self._views[mover] = self._observers[mover].observe(game, mover)
+            self._views[mover] = self._seats[mover].observe(game)
             waiting = 1 - mover
             peek = game.observe(waiting, consume_events=False)  # its events stay queued for its next decision
-            peek.encoder = self._observers[waiting].encode
+            peek.encoder = self._seats[waiting].observer.encode
             self._views[waiting] = peek
             self.agent_selection = AGENTS[mover]
         for seat, agent in enumerate(AGENTS):

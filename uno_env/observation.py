@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from uno_env.belief import BELIEF_FEATURES, BELIEF_KINDS, BeliefKind, make_belief
 from uno_env.cards import COPIES, DECK_SIZE, DRAW_ACTION, NUM_ACTIONS, NUM_CARD_TYPES
 from uno_env.game import Game
 from uno_env.view import PublicView
@@ -121,8 +122,8 @@ class SeatObserver:
         dict_obs: encode as a dict of named 1-D channels instead of one flat vector.
     """
 
-    def __init__(self, belief: str = "none", n_particles: int = 1000, dict_obs: bool = False) -> None:
-        if belief not in ("none", "counting", "particles"):
+    def __init__(self, belief: BeliefKind = "none", n_particles: int = 1000, dict_obs: bool = False) -> None:
+        if belief not in BELIEF_KINDS:
             raise ValueError(f"belief must be 'none', 'counting' or 'particles', got {belief!r}")
         if not isinstance(n_particles, int) or isinstance(n_particles, bool) or n_particles < 1:
             raise ValueError(f"n_particles must be a positive int, got {n_particles!r}")
@@ -130,11 +131,7 @@ class SeatObserver:
         self.n_particles = n_particles
         self.dict_obs = dict_obs
         self.tracker: Any = None
-        self.belief_size = 0
-        if belief != "none":
-            from uno_env.belief import BELIEF_FEATURES
-
-            self.belief_size = BELIEF_FEATURES
+        self.belief_size = 0 if belief == "none" else BELIEF_FEATURES
 
     def channels(self) -> list[tuple[str, int, np.ndarray]]:
         """(name, size, upper bound) of every channel this observer emits, in flat order."""
@@ -148,8 +145,6 @@ class SeatObserver:
         """Begin a game: call right after the deal, before anyone moved."""
         if self.belief_kind == "none":
             return
-        from uno_env.belief import make_belief
-
         # No opponent model: the policy-aware filter measured worse than the plain one in whole games
         # (its particles degenerate: docs/BELIEF.md), and a learner's features must not depend on who it plays.
         self.tracker = make_belief(self.belief_kind, n_particles=self.n_particles, rng=rng)

@@ -1,45 +1,22 @@
-"""The Policy protocol and the built-in policies an environment can embed.
+"""The built-in policies: ``"random"`` and ``"rule"`` (the Policy protocol is in :mod:`uno_env.policy`).
 
-A *policy* plays one seat. It is any object with
-
-* ``reset(seed)``: start a new game; all its randomness comes from a generator seeded here;
-* ``act(view) -> int``: a legal action id for the :class:`~uno_env.view.PublicView` of its seat
-  (``view.legal_actions``, ``view.action_mask``, ``view.observation`` and the public fields).
-
-A policy may declare ``belief = "counting"`` (or ``"particles"``) to have belief features in the
-``view.observation`` it receives; by default it gets the base encoding.
-
-A policy may also have an optional ``observe_start(view)`` method: harnesses (``UnoEnv``,
-``uno_env.match.play_game``) call it after ``reset`` with the seat's view right after the deal, before
-anyone moves, so a policy that tracks the game itself (the search player's belief) starts from the
-initial position even when the other seat moves first.
-
-Built in, by name: ``"random"`` (uniform over legal action ids) and ``"rule"`` (:class:`RulePolicy`).
-Other modules add names with :func:`register_policy` (the search player registers ``"search"``).
+Each carries its ``likelihood_model`` (:mod:`uno_env.belief.models`), so a policy-aware particle filter
+facing it knows how it chooses.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Protocol, runtime_checkable
-
 import numpy as np
 
-from uno_env.cards import DRAW2, NUM_COLOURED_RANKS, REVERSE, SKIP, WILD, WILD_DRAW4, action_card
+from uno_env.belief.models import RandomModel, RuleModel
+from uno_env.core import rule_action
 from uno_env.view import PublicView
-
-
-@runtime_checkable
-class Policy(Protocol):
-    """Anything that can play a seat: ``reset(seed)`` then ``act(view)`` once per decision."""
-
-    def reset(self, seed: int | None = None) -> None: ...
-
-    def act(self, view: PublicView) -> int: ...
 
 
 class RandomPolicy:
     """Uniform over the legal action ids (so a wild counts four times, once per declared colour)."""
+
+    likelihood_model = RandomModel()
 
     def __init__(self) -> None:
         self.rng = np.random.default_rng()
@@ -68,6 +45,8 @@ class RulePolicy:
     Under random play from the other seat it wins about two thirds of the games (docs/RESULTS.md).
     """
 
+    likelihood_model = RuleModel()
+
     def reset(self, seed: int | None = None) -> None:
         """Nothing to reset: the policy is deterministic."""
 
@@ -75,49 +54,8 @@ class RulePolicy:
         legal = view.legal_actions
         if len(legal) == 1:
             return legal[0]
-        hand = view.hand
-        colour_counts = [sum(hand[c * NUM_COLOURED_RANKS:(c + 1) * NUM_COLOURED_RANKS]) for c in range(4)]
-        danger = view.opponent_hand_size <= 2
-        best_action, best_key = legal[0], None
-        for action in legal:
-            card = action_card(action)
-            colour = action // 15
-            score = colour_counts[colour] - (1 if card < WILD else 0)
-            # The tier ranks before the score, so "first" in the docstring holds however many cards of one
-            # colour are held: attacks when the opponent is about to go out, then coloured cards, then wilds.
-            if card == WILD:
-                tier, score = 0, score - 5
-            elif card == WILD_DRAW4:
-                tier, score = (2, score + 36) if danger else (0, score - 4)
-            elif card % NUM_COLOURED_RANKS in (SKIP, REVERSE, DRAW2):
-                tier, score = (2, score + 20) if danger else (1, score + 2)
-            else:
-                tier = 1
-            if best_key is None or (tier, score) > best_key:
-                best_action, best_key = action, (tier, score)
-        return best_action
+        # The scoring is compiled (uno_env.core.rule_action), so the search player's compiled rollouts play
+        # exactly this policy; it is also faster than the same loop in Python.
+        return int(rule_action(np.asarray(view.hand, dtype=np.int64), view.opponent_hand_size,
+                               np.asarray(legal, dtype=np.int64), len(legal)))
 
-
-_REGISTRY: dict[str, Callable[[], Policy]] = {"random": RandomPolicy, "rule": RulePolicy}
-
-
-def register_policy(name: str, factory: Callable[[], Policy]) -> None:
-    """Make ``make_policy(name)`` build a policy with ``factory()``."""
-    _REGISTRY[name] = factory
-
-
-def policy_names() -> list[str]:
-    """Names :func:`make_policy` accepts."""
-    return sorted(_REGISTRY)
-
-
-def make_policy(spec: str | Policy) -> Policy:
-    """A policy from a registered name (``"random"``, ``"rule"``, ...) or an object with reset/act."""
-    if isinstance(spec, str):
-        try:
-            return _REGISTRY[spec]()
-        except KeyError:
-            raise ValueError(f"unknown policy {spec!r}; known names: {', '.join(policy_names())}") from None
-    if not (callable(getattr(spec, "act", None)) and callable(getattr(spec, "reset", None))):
-        raise TypeError(f"a policy needs reset(seed) and act(view) methods; got {type(spec).__name__}")
-    return spec

@@ -15,13 +15,13 @@ impossible by construction. ``features()`` returns the :data:`BELIEF_FEATURES` c
 :data:`FEATURE_NAMES` (expected count of each card type in the opponent's hand, probabilities that it can
 play on each colour, holds a wild, can play on the current top card). ``sample_hands`` draws opponent hands
 for determinizing planners. :class:`ExactBelief` enumerates the exact posterior on small positions (the
-reference of the tests and of ``python -m uno_env.belief.quality``). docs/BELIEF.md has the maths,
-each update case and the measured quality and cost.
+reference of the tests and of the quality measurement, ``python -m train.cli.belief_quality``).
+docs/BELIEF.md has the maths, each update case and the measured quality and cost.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -37,16 +37,18 @@ from uno_env.belief.filters import (
 )
 from uno_env.belief.models import OpponentModel, RandomModel, RuleModel, opponent_model
 
-BELIEF_KINDS: tuple[str, ...] = ("none", "counting", "particles")
+#: The belief settings, the one definition: what a seat's observer tracks about the opponent's hand.
+BeliefKind = Literal["none", "counting", "particles"]
+BELIEF_KINDS: tuple[BeliefKind, ...] = get_args(BeliefKind)
 
 __all__ = [
-    "BELIEF_FEATURES", "BELIEF_KINDS", "FEATURE_NAMES", "Belief", "CountingBelief", "ExactBelief", "NoBelief",
-    "OpponentModel", "ParticleBelief", "RandomModel", "RuleModel", "belief_features", "make_belief",
+    "BELIEF_FEATURES", "BELIEF_KINDS", "FEATURE_NAMES", "Belief", "BeliefKind", "CountingBelief", "ExactBelief",
+    "NoBelief", "OpponentModel", "ParticleBelief", "RandomModel", "RuleModel", "belief_features", "make_belief",
     "opponent_model",
 ]
 
 
-def make_belief(kind: str, *, n_particles: int = 1000, rng: np.random.Generator,
+def make_belief(kind: BeliefKind, *, n_particles: int = 1000, rng: np.random.Generator,
                 opponent_policy: Any = None) -> Belief:
     """A belief tracker of the given kind (:data:`BELIEF_KINDS`).
 
@@ -55,8 +57,9 @@ def make_belief(kind: str, *, n_particles: int = 1000, rng: np.random.Generator,
         n_particles: N for ``"particles"`` (a positive int).
         rng: the generator of the tracker's random draws (particles only).
         opponent_policy: the opponent's policy if known; the particle filter uses its likelihood when
-            :func:`~uno_env.belief.models.opponent_model` knows it (the built-in ``random`` and ``rule``
-            policies, or any :class:`~uno_env.belief.models.OpponentModel`), and ignores it otherwise.
+            :func:`~uno_env.belief.models.opponent_model` finds one (a policy carrying its
+            ``likelihood_model``, as the built-in ``random`` and ``rule`` do, or any
+            :class:`~uno_env.belief.models.OpponentModel`), and ignores it otherwise.
 
     Raises:
         ValueError: naming the unknown kind or the invalid ``n_particles``.

@@ -12,7 +12,8 @@ A model is any object with
   ``hands`` (54 counts, exact on ``needs``, including the card being played).
 
 :class:`RandomModel` and :class:`RuleModel` mirror the built-in ``random`` and ``rule`` policies of
-:mod:`uno_env.opponents`; :func:`opponent_model` maps a policy object to its model.
+:mod:`uno_env.opponents`. A policy carries its own model as a ``likelihood_model`` attribute (those two do);
+:func:`opponent_model` finds it. The belief knows no policy: it imports only the engine.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from uno_env.cards import (
     WILD,
     WILD_DRAW4,
     action_card,
+    action_colour,
     card_rank,
 )
 
@@ -75,7 +77,7 @@ def _rule_tables(danger: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
             tiers[a], bonus[a] = (2, bonus[a] + 36) if danger else (0, bonus[a] - 4)
         elif card % NUM_COLOURED_RANKS in (SKIP, REVERSE, DRAW2):
             tiers[a], bonus[a] = (2, bonus[a] + 20) if danger else (1, bonus[a] + 2)
-    return cards, actions // 15, tiers, bonus
+    return cards, np.array([action_colour(a) for a in actions]), tiers, bonus
 
 
 _RULE_TABLES = {danger: _rule_tables(danger) for danger in (False, True)}
@@ -102,19 +104,15 @@ class RuleModel:
 
 
 def opponent_model(policy: Any) -> OpponentModel | None:
-    """The model of a policy: a model passes through; the built-in ``random``/``rule`` policies map to theirs.
+    """The model of a policy: a model passes through; a policy gives the ``likelihood_model`` it carries.
 
     Anything else (``None``, learned or search players, mixtures) gives ``None``: no policy-aware likelihood.
     """
-    if policy is None:
-        return None
-    if callable(getattr(policy, "needs", None)) and callable(getattr(policy, "likelihood", None)):
+    if policy is None or _is_model(policy):
         return policy
-    # Imported here: the policies live in a layer above the belief, and only their types are needed.
-    from uno_env.opponents import RandomPolicy, RulePolicy
+    model = getattr(policy, "likelihood_model", None)
+    return model if _is_model(model) else None
 
-    if type(policy) is RandomPolicy:
-        return RandomModel()
-    if type(policy) is RulePolicy:
-        return RuleModel()
-    return None
+
+def _is_model(candidate: Any) -> bool:
+    return callable(getattr(candidate, "needs", None)) and callable(getattr(candidate, "likelihood", None))

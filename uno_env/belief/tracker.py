@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from uno_env.cards import COPIES, DRAW2, NUM_CARD_TYPES, PLAYABLE, WILD, WILD_DRAW4, card_rank
+from uno_env.cards import COPIES, DRAW2, NUM_CARD_TYPES, PLAYABLE, WILD, WILD_DRAW4, card_rank, play_action
 from uno_env.view import DRAW, PLAY, RESHUFFLE, Event, PublicView
 
 _COPIES = np.array(COPIES, dtype=np.int64)
@@ -31,13 +31,6 @@ _COPIES = np.array(COPIES, dtype=np.int64)
 def pool_of(view: PublicView) -> np.ndarray:
     """The unseen cards of a view (deck and opponent hand together), 54 counts."""
     return _COPIES - np.asarray(view.hand, dtype=np.int64) - np.asarray(view.discard, dtype=np.int64)
-
-
-def play_action(card: int, colour: int) -> int:
-    """The action id that plays ``card`` leaving ``colour`` in force."""
-    if card >= WILD:
-        return colour * 15 + (13 if card == WILD else 14)
-    return colour * 15 + card % 13
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,95 @@
+"""The layers of docs/DESIGN notes and the README, checked on the sources' imports (read with ast, nothing run).
+
+Each rule names who may import what; an import anywhere in a file counts, inside a function too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("uno_env", "agents", "train")
+ENGINE = ("uno_env.cards", "uno_env.view", "uno_env.core", "uno_env.game")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def project_modules() -> dict[str, Path]:
+    return {module_name(path): path for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))}
+
+
+def imports_of(path: Path, modules: dict[str, Path]) -> set[str]:
+    """The project modules ``path`` imports (``from pkg import submodule`` names the submodule)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path}: a relative import; the project imports absolutely"
+            base = node.module
+            names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+        else:
+            continue
+        found.update(name for name in names if name.split(".")[0] in PACKAGES)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    modules = project_modules()
+    return {name: imports_of(path, modules) for name, path in modules.items()}
+
+
+def test_uno_env_imports_neither_agents_nor_train():
+    bad = {(m, i) for m, imported in graph().items() if m.startswith("uno_env") for i in imported
+           if i.split(".")[0] in ("agents", "train")}
+    assert not bad
+
+
+def test_agents_do_not_import_train():
+    bad = {(m, i) for m, imported in graph().items() if m.startswith("agents") for i in imported
+           if i.split(".")[0] == "train"}
+    assert not bad
+
+
+def test_the_engine_imports_nothing_above_it():
+    allowed = {"uno_env.cards": set(), "uno_env.view": {"uno_env.cards"}, "uno_env.core": {"uno_env.cards"},
+               "uno_env.game": {"uno_env.cards", "uno_env.core", "uno_env.view"}}
+    edges = graph()
+    for module in ENGINE:
+        assert edges[module] <= allowed[module], module
+
+
+def test_belief_imports_only_the_engine():
+    for module, imported in graph().items():
+        if module.startswith("uno_env.belief"):
+            outside = {i for i in imported if not i.startswith("uno_env.belief")}
+            assert outside <= set(ENGINE), (module, outside - set(ENGINE))
+
+
+def test_no_import_cycle():
+    edges = graph()
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(edges.get(module, ())):
+            if state.get(target) == 1:
+                raise AssertionError("import cycle: " + " -> ".join(path[path.index(target):] + [module, target]))
+            if target not in state:
+                visit(target, path + [module])
+        state[module] = 2
+
+    for module in sorted(edges):
+        if module not in state:
+            visit(module, [])
+
+
+def test_the_rules_see_imports():
+    """The checks above read real edges: a known import of each kind is found."""
+    edges = graph()
+    assert "uno_env.seat" in edges["uno_env.env"] and "uno_env.cards" in edges["uno_env.game"]
+    assert "uno_env.observation" in edges["uno_env.seat"] and "agents.ppo" in edges["agents.shipped"]

@@ -1,0 +1,79 @@
+"""Move values by rollouts (train.training.rollout_values): the labels behind the rollout-q agents."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from uno_testlib import act, scenario
+
+from train.training.rollout_values import collect, fit, move_values
+from uno_env.game import Game
+from uno_env.observation import BASE_SIZE
+
+
+def position(agent: list[str], opponent: list[str], top: str) -> Game:
+    return Game.from_scenario(scenario(agent, opponent, [top]), np.random.default_rng(0))
+
+
+def test_a_move_that_wins_at_once_is_worth_one_and_illegal_moves_have_no_value():
+    # red skip, then red 5 alone wins: skip gives the same seat another turn, and red 5 is its only move then.
+    game = position(["red:skip", "red:5"], ["blue:1", "blue:2", "blue:3"], "red:9")
+    values = move_values(game, deck_orders=4, rng=np.random.default_rng(1))
+    legal = game.legal_actions()
+    assert sorted(np.flatnonzero(np.isfinite(values))) == legal
+    assert values[act("red:skip")] == 1.0
+    assert -1.0 <= values[act("red:5")] <= 1.0
+
+
+def test_a_move_that_hands_the_opponent_the_win_is_worth_minus_one():
+    # Green 4 (on the yellow 4, by rank) makes green the colour, and the opponent goes out with its green 2: a
+    # sure loss. Yellow 6 keeps yellow in force, which the opponent's only card cannot follow.
+    game = position(["green:4", "yellow:6"], ["green:2"], "yellow:4")
+    values = move_values(game, deck_orders=8, rng=np.random.default_rng(2))
+    assert values[act("green:4")] == -1.0
+    assert values[act("yellow:6")] > -1.0  # the opponent must draw: some deck orders let this seat win
+
+
+def test_the_labels_replay_for_a_seed_and_the_game_is_left_untouched():
+    game = Game.deal(np.random.default_rng(5))
+    before = (game.hands[0][:], game.hands[1][:], game.deck[:], game.discard[:], game.current)
+    first = move_values(game, 4, np.random.default_rng(9))
+    assert np.array_equal(first, move_values(game, 4, np.random.default_rng(9)), equal_nan=True)
+    assert (game.hands[0], game.hands[1], game.deck, game.discard, game.current) == before
+
+
+def test_collect_records_choices_with_rule_moves_and_the_belief_features_asked_for():
+    observations, values, moves = collect(games=4, seed=3, deck_orders=2, belief="counting")
+    assert len(observations) == len(values) == len(moves) > 0
+    assert observations.shape[1] > BASE_SIZE  # the counting features follow the base channels
+    legal = observations[:, 54:115] > 0.5  # the observation's legal-move channel
+    assert np.array_equal(np.isfinite(values), legal)
+    assert (legal.sum(axis=1) > 1).all()  # only decisions with a choice
+    assert legal[np.arange(len(moves)), moves].all()
+    none_observations, none_values, none_moves = collect(games=4, seed=3, deck_orders=2, belief="none")
+    # the same games whatever the features: the belief does not touch the deal or the players
+    assert none_observations.shape[1] == BASE_SIZE and np.array_equal(none_moves, moves)
+
+
+def _greedy_moves(model, observations: np.ndarray, legal: np.ndarray) -> np.ndarray:
+    with torch.no_grad():
+        policy = model.policy
+        logits = policy.action_net(policy.mlp_extractor.forward_actor(
+            policy.extract_features(torch.from_numpy(observations)))).numpy()
+    return np.where(legal, logits, -np.inf).argmax(axis=1)
+
+
+def test_fit_learns_the_best_move_and_the_bonus_pulls_toward_the_rule_move():
+    observations, values, moves = collect(games=30, seed=4, deck_orders=1, belief="none")
+    legal = np.isfinite(values)
+    # Synthetic labels: a fixed preferred move (the highest legal id) is worth +0.5, every other legal move 0.
+    best = np.array([np.flatnonzero(row).max() for row in legal])
+    synthetic = np.where(legal, 0.0, np.nan)
+    synthetic[np.arange(len(best)), best] = 0.5
+    model, metrics = fit(observations, synthetic, torch.from_numpy(moves), epochs=40, seed=0)
+    plain = _greedy_moves(model, observations, legal)
+    assert (plain == best).mean() > 0.9
+    assert metrics["held_out_value_of_network_move"] >= metrics["held_out_value_of_rule_move"]
+    # A bonus larger than any gain moves the network toward the rule player's moves.
+    biased, _ = fit(observations, synthetic, torch.from_numpy(moves), epochs=40, seed=0, rule_bonus=1.0)
+    assert (_greedy_moves(biased, observations, legal) == moves).mean() > (plain == moves).mean() + 0.2

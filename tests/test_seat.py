@@ -1,0 +1,110 @@
+"""The seat module (uno_env/seat.py): one seed derivation for every harness, the seat's needs and legality."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from uno_testlib import ScriptedPolicy, capped
+
+from uno_env.env import UnoEnv
+from uno_env.game import IllegalActionError
+from uno_env.match import play_game
+from uno_env.multiagent import UnoAECEnv
+from uno_env.opponents import RandomPolicy
+from uno_env.policy import Needs
+from uno_env.seat import Seat, deal_game, game_seeds, start_game
+
+BELIEFS = ("none", "counting", "particles")
+
+
+def env_game(belief: str, seed: int) -> list[str]:
+    """The public infos of one UnoEnv game with random legal actions from ``seed``."""
+    env = UnoEnv(belief=belief, n_particles=16)
+    rng = np.random.default_rng(seed)
+    _, info = env.reset(seed=seed)
+    infos = [repr(info)]
+    for _ in capped():
+        _, _, terminated, _, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
+        infos.append(repr(info))
+        if terminated:
+            return infos
+    return infos
+
+
+def aec_game(belief: str, seed: int) -> list[str]:
+    """The public infos of one PettingZoo game (both seats tracking with ``belief``), random legal actions."""
+    aec = UnoAECEnv(belief=belief, n_particles=16)
+    rng = np.random.default_rng(seed)
+    aec.reset(seed=seed)
+    infos = []
+    for agent in aec.agent_iter():
+        obs, _, terminated, truncated, info = aec.last()
+        infos.append(f"{agent} {info!r}")
+        aec.step(None if terminated or truncated else int(rng.choice(np.flatnonzero(obs["action_mask"]))))
+    return infos
+
+
+# The last seed of each list plays a long game, long enough to reshuffle the discard pile (random play
+# reshuffles in about one game in 40): the trackers draw while the deck is rebuilt, the case that once differed.
+@pytest.mark.parametrize(("play", "seeds"), [(env_game, (0, 1, 10)), (aec_game, (0, 1, 37))],
+                         ids=["UnoEnv", "PettingZoo"])
+def test_same_seed_plays_the_same_game_with_every_belief_setting(play: Any, seeds: tuple[int, ...]):
+    reshuffled = False
+    for seed in seeds:
+        games = [play(belief, seed) for belief in BELIEFS]
+        assert games[0] == games[1] == games[2], f"seed {seed}: the belief setting changed the game"
+        reshuffled |= any("'reshuffle'" in info for info in games[0])
+    assert reshuffled, "no game reshuffled: the check would not cover reshuffles"
+
+
+def test_game_seeds_are_a_function_of_the_seed():
+    a, b, other = game_seeds(5), game_seeds(5), game_seeds(6)
+    assert a.seats == b.seats != other.seats
+    assert a.deal.integers(2**62) == b.deal.integers(2**62) and a.reshuffle.random() == b.reshuffle.random()
+
+
+def test_start_game_resets_each_policy_from_its_seat_seed():
+    seen: list[int | None] = []
+
+    class Remembers(RandomPolicy):
+        def reset(self, seed: int | None = None) -> None:
+            seen.append(seed)
+            super().reset(seed)
+
+    seats = [Seat(0, Remembers()), Seat(1, Remembers())]
+    game = start_game(seats, 3, first_player=1)
+    assert seen == list(game_seeds(3).seats) and game.current == 1
+
+
+@pytest.mark.parametrize("first_player", [0, 1, None])
+def test_deal_game_is_the_deal_start_game_makes(first_player):
+    for seed in (0, 5, 2**40):
+        dealt, started = deal_game(seed, first_player), start_game([Seat(0), Seat(1)], seed, first_player)
+        assert (dealt.hands, dealt.deck, dealt.discard, dealt.current) == \
+               (started.hands, started.deck, started.discard, started.current)
+        assert dealt.rng.random() == started.rng.random(), "the same reshuffle stream"
+    assert {deal_game(seed).current for seed in range(20)} == {0, 1}, "None draws the first player"
+
+
+def test_a_seat_builds_the_observer_its_policy_needs():
+    class Counting(RandomPolicy):
+        needs = Needs(belief="particles", n_particles=7)
+
+    seat = Seat(0, Counting(), n_particles=1000)
+    assert seat.observer.belief_kind == "particles" and seat.observer.n_particles == 7
+    assert Seat(0, RandomPolicy(), n_particles=9).observer.belief_kind == "none"
+    assert Seat(1, belief="counting").observer.belief_kind == "counting"
+
+
+def test_needs_are_checked():
+    with pytest.raises(ValueError, match="belief"):
+        Needs(belief="particle")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="n_particles"):
+        Needs(belief="particles", n_particles=0)
+
+
+def test_an_illegal_action_names_the_policy_and_its_seat():
+    with pytest.raises(IllegalActionError, match="ScriptedPolicy on seat 0"):
+        play_game((ScriptedPolicy([59]), RandomPolicy()), seed=0)

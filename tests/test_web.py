@@ -1,0 +1,187 @@
+"""The browser table (``uno-play --web``): its JSON API directly, and the page in a real headless Chromium.
+
+The browser test drives Debian's ``chromium`` (``/usr/bin/chromium``) with Playwright. Where either is missing
+it is skipped with the reason, except under ``UNO_REQUIRE_BROWSER=1`` (set by ``.ci/run``), where it fails: CI
+installs both, so a skip there would hide a table nobody tested.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from train.table.records import load_record, positions, record_match
+from train.table.web import make_server
+from uno_env.opponents import RandomPolicy, RulePolicy
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[str]:
+    """A running server on a free port (games saved under tmp_path/games); its base URL."""
+    httpd = make_server(port=0, save_dir=tmp_path / "games", quiet=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+    thread.join(timeout=10)
+
+
+def call(url: str, method: str = "GET", body: object = None, raw: bytes | None = None,
+         kind: str = "application/json") -> tuple[int, dict]:
+    """One request; (status, decoded JSON answer), also for 4xx answers."""
+    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": kind})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_a_whole_game_through_the_api_and_its_record(server, tmp_path):
+    status, options = call(f"{server}/api/options")
+    assert status == 200 and {"random", "rule"} <= set(options["opponents"])
+    status, game = call(f"{server}/api/games", "POST", {"opponent": "random", "seed": 4, "first": "agent",
+                                                        "belief": True})
+    assert status == 201 and game["players"] == ["you", "random"] and game["legal"]
+    assert len(game["belief"]) == 54 and abs(sum(game["belief"]) - game["opponent_hand_size"]) < 1e-3
+    moves = 0
+    while game["winner"] is None:
+        assert game["legal"], "the game waits for the person only when a move is possible"
+        status, game = call(f"{server}/api/games/{game['id']}/moves", "POST", {"action": game["legal"][0]["action"]})
+        assert status == 200
+        moves += 1
+        assert moves < 1000
+    status, again = call(f"{server}/api/games/{game['id']}")
+    assert status == 200 and again == game
+    status, record = call(f"{server}/api/games/{game['id']}/record")
+    assert status == 200 and record["winner"] == game["winner"] and record["seed"] == 4
+    saved = load_record(tmp_path / "games" / "uno-web-4.json")
+    assert saved.to_dict() == record and len(positions(saved)) > moves
+
+
+def test_bad_requests_get_a_clear_4xx_and_leave_the_game_as_it_was(server):
+    _, game = call(f"{server}/api/games", "POST", {"opponent": "rule", "seed": 8, "first": "agent"})
+    url = f"{server}/api/games/{game['id']}"
+    illegal = next(a for a in range(61) if a not in {m["action"] for m in game["legal"]})
+    cases = [
+        (call(f"{url}/moves", "POST", {"action": illegal}), 409, "not a legal move now"),
+        (call(f"{url}/moves", "POST", {"action": "red:7"}), 400, "must be an integer action id"),
+        (call(f"{url}/moves", "POST", {"action": True}), 400, "must be an integer action id"),
+        (call(f"{url}/moves", "POST", raw=b"{broken"), 400, "not valid JSON"),
+        (call(f"{url}/moves", "POST", [1, 2]), 400, "must be a JSON object"),
+        (call(f"{url}/moves", "POST", {"action": 1}, kind="text/plain"), 415, "application/json"),
+        (call(f"{server}/api/games/0123456789abcdef/moves", "POST", {"action": 1}), 404, "start a new game"),
+        (call(f"{server}/api/games/stale"), 404, "no game 'stale'"),
+        (call(f"{server}/api/games", "POST", {"opponent": "os:system"}), 400, "unknown opponent 'os:system'"),
+        (call(f"{server}/api/games", "POST", {"seed": -1}), 400, "seed must be an integer"),
+        (call(f"{server}/api/games", "POST", {"first": "me"}), 400, "first must be agent, opponent or random"),
+        (call(f"{server}/api/replays", "POST", {"format": "nope"}), 400, "not a valid game record"),
+        (call(f"{server}/api/nothing"), 404, "nothing at /api/nothing"),
+    ]
+    for (status, answer), expected_status, message in cases:
+        assert status == expected_status and message in answer["error"], (status, answer)
+    status, after = call(url)
+    assert status == 200 and after == game, "the game in progress is unchanged"
+    status, moved = call(f"{url}/moves", "POST", {"action": game["legal"][0]["action"]})
+    assert status == 200 and moved["events"] != game["events"], "and it still plays"
+
+
+def test_replays_are_served_position_by_position(server):
+    _, record = record_match((RulePolicy(), RandomPolicy()), 6, 1, names=["rule", "random"])
+    status, answer = call(f"{server}/api/replays", "POST", record.to_dict())
+    assert status == 200 and answer["players"] == ["rule", "random"]
+    expected = positions(record)
+    assert len(answer["positions"]) == len(expected)
+    for sent, position in zip(answer["positions"], expected, strict=True):
+        assert sum(c["count"] for c in sent["hand"]) == position.views[0].hand_size
+        assert sum(c["count"] for c in sent["other_hand"]) == position.views[1].hand_size
+        assert sent["events"] == list(position.events) and len(sent["belief"]) == 2
+
+
+def browser_or_skip():
+    """Playwright's sync API, or a skip (a failure under UNO_REQUIRE_BROWSER=1) saying what is missing."""
+    missing = []
+    if not (os.path.exists(CHROMIUM) or shutil.which("chromium")):
+        missing.append(f"chromium ({CHROMIUM}; apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing.append("playwright (pip install playwright, in the dev extra)")
+    if missing:
+        reason = "the browser test needs " + " and ".join(missing)
+        if os.environ.get("UNO_REQUIRE_BROWSER") == "1":
+            pytest.fail(reason + " (UNO_REQUIRE_BROWSER=1: CI must run it)")
+        pytest.skip(reason)
+    return sync_playwright
+
+
+def test_a_person_plays_a_whole_game_by_clicks_in_chromium(server, tmp_path):
+    sync_playwright = browser_or_skip()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM if os.path.exists(CHROMIUM)
+                                             else shutil.which("chromium"), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1100, "height": 1000})
+            errors: list[str] = []
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.goto(server + "/")
+            page.wait_for_selector("#opponent option[value='random']", state="attached")
+            page.select_option("#opponent", "random")
+            page.select_option("#first", "agent")
+            page.check("#belief")
+            page.click("#new-game")
+            page.wait_for_selector("body[data-busy='0'] #hand .card")
+            assert page.locator("#heat-map td").count() == 54, "the belief heat map has a cell per card type"
+            assert page.text_content("#opponent-label") == "random: 7 cards"
+            clicks = wilds = 0
+            while page.locator("#result").is_hidden():
+                assert clicks < 400 and not errors, errors
+                if page.locator("#deck.drawable").count():
+                    page.click("#deck")
+                else:
+                    card = page.locator("#hand button.playable").first
+                    is_wild = (card.get_attribute("data-card") or "").startswith("wild")
+                    card.click()
+                    if is_wild:  # the colour picker opens
+                        wilds += 1
+                        page.click("#colour-picker button[data-colour='yellow']")
+                page.wait_for_selector("body[data-busy='0']")
+                assert page.text_content("#message") == "", page.text_content("#message")
+                clicks += 1
+            assert page.text_content("#result") in ("You won", "You lost", "Drawn game")
+            assert page.locator("#hand button.playable").count() == 0 and clicks > 3
+            saved = sorted((tmp_path / "games").glob("uno-web-*.json"))
+            assert len(saved) == 1, "the finished game was saved"
+            own_wilds = [e for e in load_record(saved[0]).events
+                         if e.get("player") == "agent" and e["kind"] == "play" and e["card"].startswith("wild")]
+            assert len(own_wilds) == wilds and all(e["colour"] == "yellow" for e in own_wilds)
+            # Load that record as a replay and step through it.
+            page.set_input_files("#replay-file", str(saved[0]))
+            page.wait_for_selector("#replay-controls:not([hidden])")
+            last = len(positions(load_record(saved[0]))) - 1
+            assert page.text_content("#replay-at") == f"move 0 of {last}"
+            page.click("#replay-next")
+            page.click("#replay-next")
+            page.click("#replay-back")
+            assert page.text_content("#replay-at") == f"move 1 of {last}"
+            assert page.locator("#opponent-cards .card:not(.back)").count() > 0, "a replay shows both hands"
+            page.click("#replay-end")
+            assert page.text_content("#replay-at") == f"move {last} of {last}"
+            assert not page.locator("#result").is_hidden()
+            assert not errors, errors
+        finally:
+            browser.close()

@@ -1,0 +1,80 @@
+"""``python -m train.cli.belief_quality``: how well each belief tracker predicts the opponent's hidden hand.
+
+What is measured, and how: :mod:`train.evaluation.belief_quality`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+
+from train.evaluation.belief_quality import measure_exact, measure_quality
+from uno_env.policy import make_policy, policy_names
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m train.cli.belief_quality``: print the quality tables (Markdown) for the given settings."""
+    parser = argparse.ArgumentParser(prog="python -m train.cli.belief_quality", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--games", type=_positive, default=200, help="games to play (default 200)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tracked", default="random", help="policy of the tracked seat (default random)")
+    parser.add_argument("--opponent", default="random", help="policy of the opponent (default random)")
+    parser.add_argument("--particles", type=_positive, nargs="*", default=[100, 1000],
+                        help="particle counts of the plain-likelihood filters (default 100 1000)")
+    parser.add_argument("--aware", type=_positive, nargs="*", default=[1000],
+                        help="particle counts of the policy-aware filters, if the opponent has a model")
+    parser.add_argument("--plain", type=_positive, nargs="*", default=[],
+                        help="particle counts of non-lazy filters (lazy=False); none by default")
+    parser.add_argument("--exact", action="store_true", help="compare with exact enumeration on small positions")
+    parser.add_argument("--hands", type=_positive, default=5, help="--exact: cards per hand at the start")
+    parser.add_argument("--deck", type=_positive, default=12, help="--exact: cards in the deck at the start")
+    parser.add_argument("--max-support", type=_positive, default=50_000,
+                        help="--exact: the most possible hands enumerated (memory grows with it)")
+    parser.add_argument("--workers", type=_positive, default=1, help="processes (results do not depend on it)")
+    args = parser.parse_args(argv)
+    for role in ("tracked", "opponent"):
+        try:
+            make_policy(getattr(args, role))
+        except ValueError:
+            parser.error(f"--{role} {getattr(args, role)!r}: unknown policy; known: {', '.join(policy_names())}")
+    if args.exact and 2 * args.hands + args.deck > 99:  # 9 discarded cards always include a coloured top card
+        parser.error(f"--hands {args.hands} and --deck {args.deck} leave fewer than 9 cards for the discard pile")
+
+    print(f"command: python -m train.cli.belief_quality {' '.join(sys.argv[1:] if argv is None else argv)}")
+    print(f"machine: {platform.machine()}, Python {platform.python_version()}, numpy {np.__version__}")
+    common = {"games": args.games, "seed": args.seed, "tracked": args.tracked, "opponent": args.opponent,
+              "particles": args.particles, "aware": args.aware, "plain": args.plain, "workers": args.workers}
+    if args.exact:
+        result = measure_exact(hand_size=args.hands, deck_size=args.deck, max_support=args.max_support, **common)
+        used = result.counts > 0
+        if not used.any():
+            print(f"no position had at most --max-support {args.max_support} possible hands: nothing to compare",
+                  file=sys.stderr)
+            return 1
+        print(f"{used.sum()} of {args.games} positions enumerable, {result.counts.sum()} decisions scored "
+              f"(mean {result.counts[used].mean():.1f} per game); {result.seconds:.0f} s")
+    else:
+        result = measure_quality(**common)
+        print(f"{args.games} games, {result.counts.sum()} decisions of the tracked seat scored "
+              f"(mean {result.counts.mean():.1f} per game); {result.seconds:.0f} s")
+    print(result.table())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,107 @@
+"""``uno-evaluate`` / ``python -m train.cli.evaluate``: win rates against opponents, or a round-robin tournament.
+
+    uno-evaluate runs/default-.../ --opponents random rule --pairs 500
+    uno-evaluate ppo-none --opponents random rule ppo-counting --workers 2 --json out.json
+    uno-evaluate --tournament random rule ppo-none ppo-counting --pairs 200
+    uno-evaluate ppo-counting --opponents rule --pairs 20 --save-games games/   # then: uno-play --replay FILE
+    uno-evaluate ppo-none --pairs 20000 --address HEAD_IP:6379   # deal pairs spread over a Ray cluster
+
+Games, pairing and intervals: :mod:`train.evaluation.matches`; ratings: :mod:`train.evaluation.tournament`.
+With ``--address`` the games run as Ray tasks on the cluster's cores (:mod:`train.evaluation.distributed`), with
+the same results as on this machine's processes; checkpoints and ``--save-games`` must then be on storage every
+machine sees.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from concurrent.futures import Executor
+from pathlib import Path
+from typing import Any
+
+from train.evaluation.matches import evaluate, format_table
+from train.evaluation.tournament import format_tournament, round_robin
+from train.specs import checkpoint_path
+
+
+def _agent_spec(spec: str) -> str:
+    """Accept a training run folder for its best model even before it has one (its final checkpoint)."""
+    folder = Path(spec)
+    if folder.is_dir() and checkpoint_path(spec) is None and (folder / "checkpoints").is_dir():
+        checkpoints = sorted((folder / "checkpoints").glob("step_*.zip"))
+        if checkpoints:
+            return str(checkpoints[-1])
+    return spec
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``uno-evaluate``: print win rates of a player against opponents, or a round-robin tournament."""
+    parser = argparse.ArgumentParser(prog="uno-evaluate", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("players", nargs="+",
+                        help="the agent to evaluate (or, with --tournament, every player): a policy name, "
+                             "a checkpoint .zip, a model or run folder, or module:attribute")
+    parser.add_argument("--opponents", nargs="+", default=["random", "rule"], help="default: random rule")
+    parser.add_argument("--tournament", action="store_true",
+                        help="play a round robin between all players and rate them (Bradley-Terry, Elo scale)")
+    parser.add_argument("--pairs", type=int, default=500, help="deal pairs per matchup (2 games each)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=None, help="worker processes (default: all cores)")
+    parser.add_argument("--address", help="play the games as tasks of the Ray cluster at HOST:PORT ('local': start "
+                                          "Ray on this machine); --workers then defaults to the cluster's CPUs")
+    parser.add_argument("--n-particles", type=int, default=200, help="particles for belief='particles' players")
+    parser.add_argument("--stochastic", action="store_true", help="checkpoints sample actions instead of argmax")
+    parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
+    parser.add_argument("--save-games", type=Path, metavar="DIR",
+                        help="save every game's record (JSON, replay with uno-play --replay) in DIR")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bar (it is drawn on standard error, and only on a terminal)")
+    args = parser.parse_args(argv)
+    if args.pairs < 1:
+        parser.error(f"--pairs must be at least 1, got {args.pairs}")
+    if not 0 <= args.seed < 2**31:
+        parser.error(f"--seed must be in 0..{2**31 - 1}, got {args.seed}")
+    if args.json and (args.json.is_dir() or not args.json.parent.is_dir()):  # checked before the long evaluation
+        parser.error(f"--json {args.json}: " + ("is a folder" if args.json.is_dir() else
+                                                f"its folder {args.json.parent} does not exist"))
+    if args.save_games and (args.tournament or (args.save_games.exists() and not args.save_games.is_dir())):
+        parser.error(f"--save-games {args.save_games}: " + ("is not a folder" if not args.tournament else
+                                                            "saves the games of one agent's evaluation, "
+                                                            "not of a --tournament"))
+    if not args.tournament and len(args.players) != 1:
+        parser.error("give one agent (or --tournament for several players)")
+    executor: Executor | None = None
+    try:
+        workers = args.workers
+        if args.address:
+            from train.evaluation.distributed import RayExecutor  # Ray only when asked for (the tune extra)
+
+            executor = RayExecutor(None if args.address == "local" else args.address)
+            workers = workers or executor.cpus
+        if args.tournament:
+            result = round_robin(args.players, args.pairs, args.seed, workers, args.n_particles,
+                                 not args.stochastic, progress=not args.no_progress, executor=executor)
+            print(format_tournament(result))
+            payload: Any = result.to_dict()
+        else:
+            results = evaluate(_agent_spec(args.players[0]), args.opponents, args.pairs, args.seed, workers,
+                               args.n_particles, not args.stochastic, executor, progress=not args.no_progress,
+                               save_games=args.save_games)
+            print(format_table(results))
+            payload = [r.to_dict() for r in results]
+    except (ValueError, FileNotFoundError) as error:
+        print(f"uno-evaluate: error: {error}", file=sys.stderr)
+        return 2
+    finally:
+        if executor is not None:
+            executor.shutdown(cancel_futures=True)
+    if args.json:
+        args.json.write_text(json.dumps(payload, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

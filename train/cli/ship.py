@@ -1,0 +1,126 @@
+"""Turn a finished training run into a shipped agent: ``models/<name>/`` with its model card.
+
+    python -m train.cli.ship runs/ppo-none-20261123-031500 ppo-none
+
+copies from the run folder the best model (as ``model.zip``), the resolved config, the evaluation
+history, the run record and the final evaluation, then writes ``README.md``, the model card: what
+the agent is, how it was trained (config, steps, wall time, machine), and its final evaluation
+table with 95% confidence intervals. The shipped folder is then a player spec everywhere
+(``ppo-none`` or ``models/ppo-none``: see :mod:`train.policies`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import yaml
+
+from agents.ppo import read_settings
+from agents.shipped import MODELS_DIR
+
+#: Files copied from the run folder (source name -> shipped name); the first two must exist.
+_COPIED = {"best_model.zip": "model.zip", "config.yaml": "config.yaml", "run_info.json": "run_info.json",
+           "final_eval.json": "final_eval.json", "final_eval.md": "final_eval.md",
+           "evaluations.jsonl": "evaluations.jsonl"}
+
+
+def model_card(name: str, run_dir: Path) -> str:
+    """The Markdown model card of the run in ``run_dir`` shipped as ``name``."""
+    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+    settings = read_settings(run_dir / "best_model.zip")
+    info = json.loads((run_dir / "run_info.json").read_text())
+    final = json.loads((run_dir / "final_eval.json").read_text())
+    env, ppo, policy = config["env"], config["ppo"], config["policy"]
+    belief = env["belief"] + (f" (N = {env['n_particles']})" if env["belief"] == "particles" else "")
+    phases = "; ".join(f"until {p['until']:.0%} of the run: {p['mix']}" for p in config["opponents"])
+    pretrain = config.get("pretrain", {})
+    warm = (f"behaviour cloning of `{pretrain['teacher']}` on {pretrain['games']} games "
+            f"({pretrain['epochs']} epochs; agreement {info['pretrain']['agreement']:.1%} on decisions with a choice)"
+            if pretrain.get("teacher") and "pretrain" in info else "none")
+    minutes = info["total_train_seconds"] / 60
+    lines = [
+        f"# {name}",
+        "",
+        f"A MaskablePPO agent for `Uno-v0` with belief features **{belief}**. Use it anywhere a player is named:",
+        "",
+        "```bash",
+        f".venv/bin/uno-evaluate {name} --opponents random rule",
+        f".venv/bin/uno-play --opponent {name}",
+        "```",
+        "",
+        "```python",
+        "from agents.ppo import PPOPolicy",
+        "import gymnasium as gym, uno_env",
+        f'env = gym.make("Uno-v0", opponent=PPOPolicy.load("models/{name}/model.zip"))',
+        "```",
+        "",
+        "## Training",
+        "",
+        f"* config: [`config.yaml`](config.yaml) (`{config['name']}`, seed {config['seed']}); "
+        f"reproduce with `.venv/bin/uno-train configs/{config['name']}.yaml`",
+        f"* network: MLP {policy['net_arch']} ({policy['activation']}), separate actor and critic",
+        f"* warm start: {warm}",
+        f"* PPO: {config['total_timesteps']:,} steps over {config['n_envs']} envs, learning rate "
+        f"{ppo['learning_rate']} ({ppo['lr_schedule']}), n_steps {ppo['n_steps']}, batch {ppo['batch_size']}, "
+        f"{ppo['n_epochs']} epochs, gamma {ppo['gamma']}, entropy {ppo['ent_coef']}",
+        f"* opponents: {phases}",
+        f"* shipped checkpoint: the best of the periodic evaluations (step {settings['steps']:,}; "
+        "history in [`evaluations.jsonl`](evaluations.jsonl))",
+        f"* time: {minutes:.1f} minutes of PPO"
+        + (f" plus {info['pretrain']['seconds'] / 60:.1f} of warm start" if "pretrain" in info else "")
+        + f", on {info['machine']} ({len(info['sessions'])} session(s): [`run_info.json`](run_info.json))",
+        *(f"* note on session {i + 1}: {session['note']}" for i, session in enumerate(info["sessions"])
+          if "note" in session),
+        "",
+        "## Evaluation",
+        "",
+        f"{final['pairs']} deal pairs per opponent (each deal played twice, seats swapped; deals not used to pick",
+        f"the checkpoint; seed {final['seed']}). Win rate counts a draw as half; 95% CI: paired t-interval over",
+        "deal pairs.",
+        "",
+        (run_dir / "final_eval.md").read_text().strip(),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def ship(run_dir: str | Path, name: str, models_dir: Path = MODELS_DIR) -> Path:
+    """Copy a finished run into ``models_dir / name`` with its model card; returns the folder.
+
+    Raises ``ValueError`` naming the missing file when the run has not finished (no best model or
+    final evaluation).
+    """
+    run_dir = Path(run_dir)
+    for needed in ("best_model.zip", "config.yaml", "run_info.json", "final_eval.json", "final_eval.md"):
+        if not (run_dir / needed).is_file():
+            raise ValueError(f"{run_dir} has no {needed}: ship a run that finished (with eval.final_pairs > 0)")
+    target = models_dir / name
+    target.mkdir(parents=True, exist_ok=True)
+    for source, shipped in _COPIED.items():
+        if (run_dir / source).is_file():
+            shutil.copyfile(run_dir / source, target / shipped)
+    (target / "README.md").write_text(model_card(name, run_dir))
+    return target
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: ``python -m train.cli.ship RUN_DIR NAME``."""
+    parser = argparse.ArgumentParser(prog="python -m train.cli.ship", description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_dir", type=Path, help="a finished training run folder")
+    parser.add_argument("name", help="the agent's name: its folder under models/")
+    args = parser.parse_args(argv)
+    try:
+        print(ship(args.run_dir, args.name))
+    except ValueError as error:
+        print(f"ship: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""``uno-train`` / ``python -m train``: train MaskablePPO on UNO from a YAML config.
+
+    uno-train                                   # configs/default.yaml -> runs/default-<time>/
+    uno-train ppo-counting                      # a shipped config by name (from any folder after pip install)
+    uno-train configs/medium.yaml --run-dir runs/medium
+    uno-train configs/default.yaml --set seed=3 --set env.belief=counting
+    uno-train --resume runs/medium              # continue from the last checkpoint
+    uno-train --resume runs/medium --set total_timesteps=2000000   # ... and train longer
+
+The run folder's layout is described in :mod:`train.training.trainer`; the config keys in
+:mod:`train.config` and ``configs/default.yaml``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import shlex
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from train.config import ConfigError, load_config
+from train.shipped import find_config
+from train.training.trainer import TrainingInterrupted, train
+
+DEFAULT_CONFIG = "configs/default.yaml"
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM handler: stop training the way Ctrl-C does (checkpoint, workers stopped, the resume command)."""
+    raise KeyboardInterrupt
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the command line, validate the config, train; exit status 2 on a config error.
+
+    Ctrl-C or SIGTERM saves a checkpoint, stops the workers and prints the ``--resume`` command (status 130).
+    """
+    parser = argparse.ArgumentParser(prog="uno-train", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("config", nargs="?",
+                        help=f"YAML config, or the name of a shipped one (default: {DEFAULT_CONFIG}, from "
+                             "the current folder if it has one, else the shipped default)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config key, e.g. --set ppo.learning_rate=1e-4 (repeatable)")
+    parser.add_argument("--run-dir", type=Path, help="the run folder (default: RUNS_ROOT/<name>-<date-time>)")
+    parser.add_argument("--runs-root", type=Path, default=Path("runs"), help="where new run folders go")
+    parser.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue this run from its last checkpoint")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar and no final table")
+    args = parser.parse_args(argv)
+    command = shlex.join(["uno-train", *(sys.argv[1:] if argv is None else argv)])
+    run_dir: Path | None = None
+    try:
+        if args.resume:
+            if args.config or args.run_dir:
+                parser.error("--resume takes the config and folder of the run; give neither a config nor --run-dir")
+            config = load_config(args.resume / "config.yaml", args.overrides)
+            run_dir = args.resume
+        else:
+            config = load_config(find_config(args.config or DEFAULT_CONFIG), args.overrides)
+            run_dir = args.run_dir or args.runs_root / f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+        print(f"run folder: {run_dir}", flush=True)
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+        try:
+            train(config, run_dir, resume=bool(args.resume), command=command, quiet=args.quiet)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+    except ConfigError as error:
+        print(f"uno-train: config error: {error}", file=sys.stderr)
+        return 2
+    except TrainingInterrupted as interrupted:
+        print(f"uno-train: {interrupted}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:  # before the run had a model to save
+        print("uno-train: interrupted before training started; nothing was saved", file=sys.stderr)
+        return 130
+    except OSError as error:
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        # Every file of a run is written atomically, so a full disk leaves the run as it was at its last save.
+        resume = args.resume or run_dir
+        print(f"uno-train: disk full writing {error.filename or 'the run folder'}; free some space, then continue "
+              f"with: uno-train --resume {shlex.quote(str(resume))}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,235 @@
+"""Evaluate a player against opponents: paired, seat-balanced games spread over the CPU cores.
+
+Every *deal pair* is one deal (one seed of :func:`uno_env.match.play_game`) played twice with
+the seats swapped, so each player holds each hand once and moves first once; much of the luck
+of the deal cancels. All deal seeds derive from one ``seed``, and the same deals are used against
+every opponent, so results are reproducible and do not depend on the number of worker processes.
+
+Scores count a win as 1, a draw as 1/2, a loss as 0, with a 95% confidence interval (a paired t-interval
+over deal pairs, or Wilson's over games where t is not trustworthy: :mod:`train.evaluation.statistics`).
+
+The command line is ``uno-evaluate`` (:mod:`train.cli.evaluate`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from train.evaluation.statistics import CI_METHODS, paired_interval, score_interval
+from train.policies import resolve_policy
+from train.specs import checkpoint_path, label
+from train.table.records import record_match
+from uno_env.match import play_game
+from uno_env.policy import Policy
+
+Player = str | Policy
+
+
+@dataclass(frozen=True)
+class MatchResult:
+    """The outcome of ``agent`` against ``opponent`` over ``pairs`` deal pairs (2 games each)."""
+
+    agent: str
+    opponent: str
+    pair_scores: np.ndarray = field(repr=False)  # (pairs, 2): the agent's score in each game of each pair
+    lengths: np.ndarray = field(repr=False)  # (pairs, 2): decisions per game
+
+    @property
+    def pairs(self) -> int:
+        return len(self.pair_scores)
+
+    @property
+    def games(self) -> int:
+        return self.pair_scores.size
+
+    @property
+    def wins(self) -> int:
+        return int((self.pair_scores == 1.0).sum())
+
+    @property
+    def draws(self) -> int:
+        return int((self.pair_scores == 0.5).sum())
+
+    @property
+    def losses(self) -> int:
+        return int((self.pair_scores == 0.0).sum())
+
+    @property
+    def score(self) -> float:
+        """Mean score of the agent: its win rate with draws counted as half."""
+        return float(self.pair_scores.mean())
+
+    @property
+    def ci(self) -> tuple[float, float]:
+        """95% confidence interval of :attr:`score` (module docstring)."""
+        return paired_interval(self.pair_scores)
+
+    @property
+    def ci_method(self) -> str:
+        """How :attr:`ci` was computed: ``"t"`` or ``"W"`` (:data:`CI_METHODS`)."""
+        return score_interval(self.pair_scores)[2]
+
+    @property
+    def mean_length(self) -> float:
+        """Mean decisions per game (both players, forced draws included)."""
+        return float(self.lengths.mean())
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary."""
+        low, high = self.ci
+        return {"agent": self.agent, "opponent": self.opponent, "pairs": self.pairs, "games": self.games,
+                "wins": self.wins, "draws": self.draws, "losses": self.losses, "win_rate": self.score,
+                "ci_low": low, "ci_high": high, "ci_method": CI_METHODS[self.ci_method],
+                "mean_length": self.mean_length}
+
+
+def deal_seeds(seed: int, pairs: int) -> tuple[np.ndarray, np.ndarray]:
+    """The game seeds and first-moving seats of ``pairs`` deal pairs, all derived from ``seed``."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 2**62, size=pairs), rng.integers(0, 2, size=pairs)
+
+
+# ---------------------------------------------------------------------------------------- workers
+_CACHE: dict[tuple[Any, ...], Policy] = {}
+
+
+def _policy(spec: Player, role: int, deterministic: bool) -> Policy:
+    """A worker's policy for a seat role; string specs are loaded once per worker (and per file version)."""
+    if not isinstance(spec, str):
+        return resolve_policy(spec)
+    path = checkpoint_path(spec)
+    key = (spec, role, deterministic, path.stat().st_mtime_ns if path else None)
+    if key not in _CACHE:
+        _CACHE[key] = resolve_policy(spec, deterministic=deterministic)
+    return _CACHE[key]
+
+
+def _init_worker() -> None:
+    # Worker processes share few cores: one torch thread each avoids oversubscription.
+    torch.set_num_threads(1)
+
+
+def _play_chunk(agent: Player, opponent: Player, seeds: np.ndarray, firsts: np.ndarray,
+                n_particles: int, deterministic: bool, save_games: Path | None = None,
+                first_pair: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Play deal pairs; returns the agent's scores and the game lengths, each (len(seeds), 2).
+
+    With ``save_games``, each game's record (:mod:`train.table.records`) is saved there, named by the matchup,
+    the deal pair's number (``first_pair`` is the number of this chunk's first pair) and a/b for the seats.
+    """
+    agent_policy = _policy(agent, 0, deterministic)
+    opponent_policy = _policy(opponent, 1, deterministic)
+    scores = np.empty((len(seeds), 2))
+    lengths = np.empty((len(seeds), 2), dtype=np.int64)
+    for i, (seed, first) in enumerate(zip(seeds, firsts, strict=True)):
+        for game, (seats, agent_seat) in enumerate((((agent_policy, opponent_policy), 0),
+                                                    ((opponent_policy, agent_policy), 1))):
+            if save_games is None:
+                result = play_game(seats, int(seed), first_player=int(first), n_particles=n_particles)
+            else:
+                specs = (agent, opponent) if agent_seat == 0 else (opponent, agent)
+                result, record = record_match(seats, int(seed), int(first), [label(s) for s in specs],
+                                              n_particles=n_particles)
+                matchup = f"{label(agent)}-vs-{label(opponent)}"
+                record.save(save_games / f"{matchup}-pair{first_pair + i:05d}-{'ab'[game]}.json")
+            scores[i, game] = 0.5 if result.winner == -1 else float(result.winner == agent_seat)
+            lengths[i, game] = result.decisions
+    return scores, lengths
+
+
+def make_executor(workers: int) -> ProcessPoolExecutor:
+    """A process pool for :func:`run_matches` (forkserver: safe with torch loaded in the parent)."""
+    return ProcessPoolExecutor(max_workers=workers, mp_context=get_context("forkserver"),
+                               initializer=_init_worker)
+
+
+def run_matches(matchups: Sequence[tuple[Player, Player]], pairs: int, seed: int = 0, workers: int | None = None,
+                n_particles: int = 200, deterministic: bool = True,
+                executor: Executor | None = None, progress: bool = False,
+                save_games: Path | None = None) -> list[MatchResult]:
+    """Play every (agent, opponent) matchup on the same ``pairs`` deal pairs; results in matchup order.
+
+    Games go to ``executor`` if given, else to a pool of ``workers`` processes (default: all
+    cores; 1 plays in this process). The results do not depend on how games are spread.
+    ``progress`` shows a progress bar of deal pairs on standard error (tqdm; only on a terminal).
+    ``save_games`` is a folder (created if missing) that receives every game's record as JSON.
+    """
+    if pairs < 1:
+        raise ValueError(f"pairs must be at least 1, got {pairs}")
+    if save_games is not None:
+        save_games.mkdir(parents=True, exist_ok=True)
+    seeds, firsts = deal_seeds(seed, pairs)
+    workers = workers or os.cpu_count() or 1
+    in_process = executor is None and workers == 1
+    # Chunks of deal pairs: the unit of work for the pool and the step of the progress bar.
+    n_chunks = max(1, min(pairs, 4 * workers if not in_process else 10))
+    edges = np.linspace(0, pairs, n_chunks + 1).astype(int)
+    bounds = [(int(lo), int(hi)) for lo, hi in zip(edges[:-1], edges[1:], strict=True) if hi > lo]
+    parts: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+    # disable=None: tqdm draws only on a terminal, so logs and captured output stay clean.
+    with tqdm(total=pairs * len(matchups), unit="pair", desc="deal pairs", disable=None if progress else True,
+              file=sys.stderr, leave=False) as bar:
+        if in_process:
+            for m, (a, o) in enumerate(matchups):
+                for c, (lo, hi) in enumerate(bounds):
+                    parts[m, c] = _play_chunk(a, o, seeds[lo:hi], firsts[lo:hi], n_particles, deterministic,
+                                              save_games, lo)
+                    bar.update(hi - lo)
+        else:
+            own = executor is None
+            pool = make_executor(workers) if own else executor
+            try:
+                futures = {pool.submit(_play_chunk, a, o, seeds[lo:hi], firsts[lo:hi], n_particles,
+                                       deterministic, save_games, lo): (m, c, hi - lo)
+                           for m, (a, o) in enumerate(matchups) for c, (lo, hi) in enumerate(bounds)}
+                for future in as_completed(futures):
+                    m, c, size = futures[future]
+                    parts[m, c] = future.result()
+                    bar.update(size)
+            finally:
+                if own:
+                    pool.shutdown(cancel_futures=True)
+    outputs = [(np.concatenate([parts[m, c][0] for c in range(len(bounds))]),
+                np.concatenate([parts[m, c][1] for c in range(len(bounds))])) for m in range(len(matchups))]
+    return [MatchResult(label(a), label(o), scores, lengths)
+            for (a, o), (scores, lengths) in zip(matchups, outputs, strict=True)]
+
+
+def evaluate(agent: Player, opponents: Sequence[Player] = ("random", "rule"), pairs: int = 200, seed: int = 0,
+             workers: int | None = None, n_particles: int = 200, deterministic: bool = True,
+             executor: Executor | None = None, progress: bool = False,
+             save_games: Path | None = None) -> list[MatchResult]:
+    """Play ``agent`` against each opponent on ``pairs`` deal pairs (2 * pairs games each).
+
+    Players are specs (:mod:`train.policies`: names, checkpoints, ``module:attribute``) or Policy
+    objects. See :func:`run_matches` for ``workers``/``executor``/``progress``/``save_games``.
+    """
+    return run_matches([(agent, opponent) for opponent in opponents], pairs, seed, workers, n_particles,
+                       deterministic, executor, progress, save_games)
+
+
+def format_table(results: Sequence[MatchResult]) -> str:
+    """A Markdown table of win rates with 95% CIs, W-D-L counts and mean game length, then a note on the CIs.
+
+    Markdown rather than a terminal-only table (rich): the same text goes into model cards and docs.
+    """
+    lines = ["| agent | opponent | games | win rate | 95% CI | W-D-L | mean length |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for r in results:
+        low, high, method = score_interval(r.pair_scores)
+        lines.append(f"| {r.agent} | {r.opponent} | {r.games} | {r.score:.1%} | {low:.1%} - {high:.1%} ({method}) | "
+                     f"{r.wins}-{r.draws}-{r.losses} | {r.mean_length:.1f} |")
+    used = sorted({score_interval(r.pair_scores)[2] for r in results}, reverse=True)
+    lines += ["", "95% CI: " + "; ".join(f"{method} = {CI_METHODS[method]}" for method in used) + "."]
+    return "\n".join(lines)

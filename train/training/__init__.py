@@ -1,0 +1,1 @@
+"""Training: the trainer (a run folder from a config), the warm start by imitation, the opponent mixes."""

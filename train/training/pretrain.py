@@ -1,0 +1,211 @@
+"""Warm start: imitate a teacher before PPO (behaviour cloning, then optional DAgger rounds).
+
+PPO from scratch learns UNO slowly: the reward is one +-1 at the end of a game that luck decides
+as much as play, so on a small CPU budget the policy barely moves away from random play
+(docs/RESULTS.md). Imitating a teacher first (the rule-based player, or the search player to distil
+search into the policy) gives the actor a sensible starting policy and the critic a matching value
+function, so PPO starts improving on the teacher instead of rediscovering it.
+
+:func:`warm_start` runs ``pretrain.rounds`` rounds (DAgger, Ross et al. 2011):
+
+1. round 1 plays the teacher's own moves and fits the student to them (behaviour cloning);
+2. every later round lets the *student* play (sampling from its masked policy) while an expert (the
+   teacher by default) labels each of the student's decisions with the move it would make; the expert's
+   labels of all rounds are pooled and the student refit. So the student learns what the expert does in
+   the positions the student itself reaches, not only in the teacher's.
+
+Data comes from :func:`uno_env.match.play_game`: the student's seat is played by a recorder that asks
+the teacher for each action (the teacher sees every view of the seat, so a search teacher's belief
+follows the game) and stores the student's observation (encoded with the run's belief setting), the
+legal-action mask and the teacher's action; the other seat draws its player from the first phase of the
+opponent schedule (without ``self``). Both seats take turns, so positions are seen moving first and
+second. The value target of every decision is the game's outcome for the student seat (+1, 0, -1)
+discounted by ``gamma`` per remaining decision of that seat.
+With a privileged critic (``policy.critic: privileged``) each recorded observation also carries the hidden
+channels of :func:`uno_env.observation.encode_privileged`, as the training env's do; only the critic reads them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from agents.ppo import PPOPolicy
+from train.config import SELF, TrainConfig
+from train.policies import resolve_policy
+from train.training.opponent_mix import OpponentMix, opponent_belief
+from uno_env.belief import BeliefKind
+from uno_env.game import Game
+from uno_env.match import play_game
+from uno_env.observation import encode_privileged
+from uno_env.policy import Needs, Policy
+from uno_env.view import PublicView
+
+
+class _Recorder:
+    """Records (observation, mask, teacher's action) for the student; plays the teacher's move or the student's."""
+
+    def __init__(self, teacher: Policy, belief: BeliefKind, privileged: bool = False,
+                 student: Policy | None = None) -> None:
+        self.teacher = teacher
+        self.student = student
+        self.needs = Needs(belief)
+        self.privileged = privileged
+        self.game: Game | None = None
+        self.records: list[tuple[np.ndarray, np.ndarray, int]] = []
+        self.agreed = self.choices = 0  # the student's own moves that match the teacher's, on real choices
+
+    def deal(self, game: Game) -> None:
+        """``play_game``'s ``on_deal`` hook: keep the game for the privileged channels (the teacher never sees it)."""
+        self.game = game
+
+    def reset(self, seed: int | None = None) -> None:
+        self.teacher.reset(seed)
+        if self.student is not None:
+            self.student.reset(None if seed is None else seed + 1)
+        self.records = []
+
+    def observe_start(self, view: PublicView) -> None:
+        if hasattr(self.teacher, "observe_start"):
+            self.teacher.observe_start(view)
+
+    def act(self, view: PublicView) -> int:
+        action = self.teacher.act(view)
+        obs = np.asarray(view.observation, dtype=np.float32)
+        if self.privileged:
+            obs = np.concatenate((obs, encode_privileged(self.game, self.game.current)))
+        self.records.append((obs, view.action_mask.astype(bool), action))
+        if self.student is None:
+            return action
+        played = self.student.act(view)
+        if len(view.legal_actions) > 1:
+            self.choices += 1
+            self.agreed += played == action
+        return played
+
+
+@dataclass
+class Demonstrations:
+    """The teacher's decisions: observations, legal masks, actions and discounted outcomes."""
+
+    observations: np.ndarray
+    masks: np.ndarray
+    actions: np.ndarray
+    returns: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+    def __add__(self, other: Demonstrations) -> Demonstrations:
+        return Demonstrations(*(np.concatenate((a, b)) for a, b in zip(
+            (self.observations, self.masks, self.actions, self.returns),
+            (other.observations, other.masks, other.actions, other.returns), strict=True)))
+
+
+def collect(config: TrainConfig, seed: int, student: Policy | None = None, labeller: str | None = None,
+            games: int | None = None) -> tuple[Demonstrations, float]:
+    """Play ``games`` games against the first phase's opponents, ``labeller`` labelling every move.
+
+    ``labeller`` and ``games`` default to ``pretrain.teacher`` and ``pretrain.games``. The labeller's moves
+    are played, or with ``student`` the student's. Returns the demonstrations and how often the moves played
+    agreed with the labeller's on decisions with a choice (1.0 without a student).
+    """
+    mix = {name: weight for name, weight in config.opponents[0].mix.items() if name != SELF} or {"random": 1.0}
+    recorder = _Recorder(resolve_policy(labeller or config.pretrain.teacher), config.env.belief,
+                         privileged=config.policy.critic == "privileged", student=student)
+    # The mix's checkpoints get observations encoded with the belief they were trained with; named players
+    # ignore the encoding.
+    opponent = OpponentMix(mix, belief=opponent_belief(config))
+    gamma = config.ppo.gamma
+    rng = np.random.default_rng(seed)
+    observations, masks, actions, returns = [], [], [], []
+    for game in range(config.pretrain.games if games is None else games):
+        seat = game % 2
+        seats = (recorder, opponent) if seat == 0 else (opponent, recorder)
+        result = play_game(seats, int(rng.integers(2**62)), first_player=int(rng.integers(2)),
+                           n_particles=config.env.n_particles, on_deal=recorder.deal)
+        outcome = 0.0 if result.winner == -1 else (1.0 if result.winner == seat else -1.0)
+        n = len(recorder.records)
+        for k, (obs, mask, action) in enumerate(recorder.records):
+            observations.append(obs)
+            masks.append(mask)
+            actions.append(action)
+            returns.append(outcome * gamma ** (n - 1 - k))
+    data = Demonstrations(np.array(observations), np.array(masks), np.array(actions), np.array(returns, np.float32))
+    return data, (recorder.agreed / recorder.choices if recorder.choices else 1.0)
+
+
+def warm_start(model: Any, config: TrainConfig, seed: int) -> dict[str, float]:
+    """Behaviour cloning, then ``pretrain.rounds - 1`` DAgger rounds (module docstring); returns the metrics.
+
+    The DAgger rounds' labels come from ``pretrain.expert`` (default: the teacher), ``expert_games`` games a
+    round (default: ``games``). Each refit continues from the student's current weights on every label the
+    expert gave so far, the first round's included when the expert is the teacher. So a cheap teacher (the rule
+    player, thousands of games) can start the student and a costly expert (the search player, a few hundred
+    games) correct it where they disagree.
+
+    Metrics: those of the last :func:`clone`, the number of ``examples`` in it, and (after a DAgger round)
+    ``student_agreement``: how often the student's own moves matched the expert's in the last round's games,
+    before that round's refit.
+    """
+    settings = config.pretrain
+    data, _ = collect(config, seed)
+    metrics = clone(model, data, config, seed)
+    expert = settings.expert or settings.teacher
+    if expert != settings.teacher:
+        data = None  # the teacher's labels are not the expert's: refit on the expert's alone
+    for round_ in range(1, settings.rounds):
+        public_size = getattr(model.policy, "public_size", model.observation_space.shape[0])  # agents.privileged
+        student = PPOPolicy(model.policy, belief=config.env.belief, observation_size=public_size, deterministic=False)
+        more, agreement = collect(config, seed + round_, student=student, labeller=expert,
+                                  games=settings.expert_games or settings.games)
+        data = more if data is None else data + more
+        metrics = clone(model, data, config, seed + round_)
+        metrics["student_agreement"] = agreement
+    metrics["examples"] = len(data) if data is not None else 0
+    return metrics
+
+
+def clone(model: Any, data: Demonstrations, config: TrainConfig, seed: int) -> dict[str, float]:
+    """Fit the model's actor to the teacher's actions and its critic to the outcomes; returns final metrics.
+
+    The actor's loss is the cross-entropy of the masked logits on decisions with a real choice
+    (a forced move teaches nothing); the critic's is the squared error on every decision.
+    """
+    settings = config.pretrain
+    policy = model.policy
+    optimizer = torch.optim.Adam(policy.parameters(), lr=settings.learning_rate)
+    generator = torch.Generator().manual_seed(seed)
+    obs = torch.from_numpy(data.observations)
+    masks = torch.from_numpy(data.masks)
+    actions = torch.from_numpy(data.actions)
+    returns = torch.from_numpy(data.returns)
+    choice = masks.sum(dim=1) > 1
+    metrics: dict[str, float] = {}
+    policy.train()
+    for _ in range(settings.epochs):
+        order = torch.randperm(len(data), generator=generator)
+        totals = np.zeros(3)
+        for start in range(0, len(data), settings.batch_size):
+            batch = order[start:start + settings.batch_size]
+            features = policy.extract_features(obs[batch])
+            pi_features, vf_features = features if isinstance(features, tuple) else (features, features)
+            logits = policy.action_net(policy.mlp_extractor.forward_actor(pi_features))
+            values = policy.value_net(policy.mlp_extractor.forward_critic(vf_features)).squeeze(-1)
+            logits = logits.masked_fill(~masks[batch], -1e9)
+            chosen = choice[batch]
+            actor_loss = torch.nn.functional.cross_entropy(logits[chosen], actions[batch][chosen]) \
+                if chosen.any() else logits.sum() * 0
+            critic_loss = torch.nn.functional.mse_loss(values, returns[batch])
+            optimizer.zero_grad()
+            (actor_loss + config.ppo.vf_coef * critic_loss).backward()
+            optimizer.step()
+            agree = (logits[chosen].argmax(dim=1) == actions[batch][chosen]).sum().item()
+            totals += (actor_loss.item() * len(batch), critic_loss.item() * len(batch), agree)
+        metrics = {"actor_loss": totals[0] / len(data), "critic_loss": totals[1] / len(data),
+                   "agreement": totals[2] / max(1, int(choice.sum()))}
+    policy.set_training_mode(False)
+    return metrics

@@ -1,0 +1,642 @@
+"""One training run, top to bottom: envs, MaskablePPO, checkpoints, evaluations, the final table.
+
+A run writes everything to one folder::
+
+    RUN_DIR/config.yaml          the resolved config (every key, defaults filled in)
+    RUN_DIR/command.txt          each command line that worked on this run (train, resume)
+    RUN_DIR/checkpoints/         step_000050000.zip ... (model, optimizer, step counter, env settings);
+                                 with a warm start also step_000000000.zip, the model before PPO
+    RUN_DIR/best_model.zip       the checkpoint with the best mean evaluation win rate
+    RUN_DIR/evaluations.jsonl    one line per evaluation during training
+    RUN_DIR/final_eval.json/.md  the final evaluation of the best model, on fresh deals
+    RUN_DIR/run_info.json        wall time, steps/s and the machine, per session
+    RUN_DIR/tb/                  TensorBoard events
+
+:func:`train` resumes from the last checkpoint when asked. The opponent schedule and self-play
+pool are functions of the step counter and the checkpoint folder, so a resumed run picks them up
+where they were; the random streams are reseeded from ``seed`` and the step, so a resumed run is
+reproducible but not bit-identical to an uninterrupted one. Training stops at ``total_timesteps``
+exactly (the partial rollout at the end is not used for an update), wherever the run was resumed from.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import multiprocessing
+import os
+import platform
+import shlex
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager, suppress
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+import yaml
+from sb3_contrib import MaskablePPO
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.logger import Logger, TensorBoardOutputFormat
+from stable_baselines3.common.utils import LinearSchedule
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
+from torch.utils.tensorboard import SummaryWriter
+
+from agents.files import copy_file, write_text
+from agents.ppo import PPOPolicy, load_model, load_network, read_settings, save_model
+from agents.privileged import PrivilegedCriticPolicy
+from train.config import SELF, ConfigError, TrainConfig, config_to_dict, load_config
+from train.evaluation.belief_quality import METRICS, cluster_mean, measure_quality
+from train.evaluation.matches import MatchResult, evaluate, format_table, make_executor
+from train.policies import resolve_policy
+from train.specs import label
+from train.training.opponent_mix import OpponentMix, OpponentMixWrapper, opponent_belief
+from train.training.pretrain import warm_start
+from uno_env.env import UnoEnv
+from uno_env.observation import PRIVILEGED_SIZE
+from uno_env.policy import Policy, needs_of
+
+_LOCK = ".lock"
+_SCORE = {"agent": 1.0, "opponent": 0.0, "draw": 0.5}
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Training stopped by Ctrl-C or SIGTERM after saving a checkpoint; the message says how to resume.
+
+    A ``KeyboardInterrupt``, so a script or notebook that calls :func:`train` stops as it would on Ctrl-C.
+    """
+
+
+def read_evaluations(path: Path) -> list[dict[str, Any]]:
+    """The records of ``evaluations.jsonl``; a torn line (a write cut short by a kill) is left out."""
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("step"), int):
+            records.append(record)
+    return records
+
+
+def _set_aside(path: Path, reason: str) -> None:
+    """Rename a file that does not load to ``NAME.broken`` (out of every glob and of the self-play pool), saying so."""
+    path.replace(path.with_name(path.name + ".broken"))
+    print(f"skipped {path} (renamed to {path.name}.broken): {reason}", file=sys.stderr, flush=True)
+
+
+def _checkpoint_problem(path: Path) -> str | None:
+    """Why a checkpoint of this run does not load (read without unpickling), or None."""
+    try:
+        load_network(path, read_settings(path, trusted=False), trusted=False)
+    except (ValueError, OSError) as error:
+        return str(error)
+    return None
+
+
+class CardCountShaping(gym.Wrapper):
+    """Potential-based reward shaping (Ng et al., 1999) with the potential ``weight * (their cards - my cards)``.
+
+    Each step adds ``gamma * phi(next) - phi(now)``, with ``phi = 0`` once the game is over, so every
+    card the agent sheds or the opponent draws pays at once, while the optimal policy is unchanged:
+    the shaping terms telescope, and with the start position symmetric (7 cards each) they add up
+    to (nearly, for gamma < 1) nothing over a game. ``info["is_success"]`` and the unshaped game result
+    are untouched.
+    """
+
+    def __init__(self, env: gym.Env, weight: float, gamma: float) -> None:
+        super().__init__(env)
+        self.weight = weight
+        self.gamma = gamma
+        self.potential = 0.0
+
+    def _potential(self, info: dict[str, Any]) -> float:
+        return self.weight * (info["opponent_hand_size"] - len(info["hand"]))
+
+    def reset(self, **kwargs: Any):
+        obs, info = self.env.reset(**kwargs)
+        self.potential = self._potential(info)
+        return obs, info
+
+    def step(self, action: Any):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        after = 0.0 if terminated else self._potential(info)
+        reward += self.gamma * after - self.potential
+        self.potential = after
+        return obs, reward, terminated, truncated, info
+
+
+# ------------------------------------------------------------------------------------ belief quality
+def belief_log_loss(player: str | Policy, opponent: str | Policy, games: int, seed: int,
+                    n_particles: int = 200) -> dict[str, float]:
+    """How well ``player``'s belief predicts the opponent's hand in ``games`` seeded games against ``opponent``.
+
+    A thin wrapper of :func:`train.evaluation.belief_quality.measure_quality` (the tracked seat is seat 0, game ``g``
+    has its own seed from ``seed`` and first mover ``g % 2``): the mean per decision of the log-loss of the
+    opponent's true hand per card type, in nats, for the player's belief kind (``log_loss``) and for card
+    counting (``log_loss_counting``). ``player`` is a checkpoint or Policy whose ``belief`` is not ``"none"``.
+    """
+    policy, rival = resolve_policy(player), resolve_policy(opponent)
+    kind = needs_of(policy).belief
+    if kind == "none":
+        raise ValueError(f"{label(player)} has belief='none': there is no belief to measure")
+    # measure_quality takes Policy objects as well as names (make_policy passes them through) in one process.
+    result = measure_quality(games, seed, tracked=policy, opponent=rival,
+                             particles=(n_particles,) if kind == "particles" else (), aware=(), plain=())
+    log_loss = cluster_mean(result.sums, result.counts)[0][:, METRICS.index("log-loss")]
+    # The first belief measured is counting; with belief="particles" the filter follows it.
+    return {"log_loss": float(log_loss[-1]), "log_loss_counting": float(log_loss[0])}
+
+
+def make_env(env_options: dict[str, Any], mix: dict[str, float], opponent_belief: str,
+             gamma: float = 0.99, privileged: bool = False) -> gym.Env:
+    """One training env: UnoEnv with an :class:`OpponentMix` opponent, a step limit, the mix wrapper.
+
+    ``privileged`` appends the hidden-state channels a privileged critic reads (``UnoEnv(privileged=True)``).
+    """
+    torch.set_num_threads(1)  # in a SubprocVecEnv worker: checkpoint opponents must not fight for cores
+    opponent = OpponentMix(mix, belief=opponent_belief)
+    env = UnoEnv(opponent=opponent, first_player=env_options["first_player"], belief=env_options["belief"],
+                 n_particles=env_options["n_particles"], privileged=privileged)
+    env = gym.wrappers.TimeLimit(env, env_options["max_episode_steps"])
+    if env_options["reward_shaping"]:
+        env = CardCountShaping(env, env_options["reward_shaping"], gamma)
+    return OpponentMixWrapper(env, opponent)
+
+
+def _policy_kwargs(config: TrainConfig, observation_size: int) -> dict[str, Any]:
+    arch = list(config.policy.net_arch)
+    activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[config.policy.activation]
+    kwargs = {"net_arch": {"pi": arch, "vf": arch}, "activation_fn": activation, "ortho_init": config.policy.ortho_init}
+    if config.policy.critic == "privileged":
+        kwargs["public_size"] = observation_size - PRIVILEGED_SIZE
+    return kwargs
+
+
+def _ppo_kwargs(config: TrainConfig) -> dict[str, Any]:
+    ppo = config.ppo
+    rate = LinearSchedule(ppo.learning_rate, 0.0, 1.0) if ppo.lr_schedule == "linear" else ppo.learning_rate
+    return {"learning_rate": rate, "n_steps": ppo.n_steps, "batch_size": ppo.batch_size, "n_epochs": ppo.n_epochs,
+            "gamma": ppo.gamma, "gae_lambda": ppo.gae_lambda, "clip_range": ppo.clip_range, "ent_coef": ppo.ent_coef,
+            "vf_coef": ppo.vf_coef, "max_grad_norm": ppo.max_grad_norm, "target_kl": ppo.target_kl}
+
+
+def machine() -> str:
+    """A one-line description of this machine for model cards and run records."""
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} x {model}, Python {platform.python_version()}, torch {torch.__version__}"
+
+
+class ResumedTensorBoard(TensorBoardOutputFormat):
+    """SB3's TensorBoard output, hiding what an earlier session logged at or after ``purge_step``.
+
+    A killed session may have logged past its last checkpoint; the resumed session logs those steps
+    again, and TensorBoard (through the purge marker of ``SummaryWriter``) shows only the new ones.
+    """
+
+    def __init__(self, folder: str, purge_step: int) -> None:
+        super().__init__(folder)
+        self.writer.close()  # SB3 opens a writer without a purge step; replace it with one that has one
+        self.writer = SummaryWriter(log_dir=folder, purge_step=purge_step)
+
+
+#: Called after each evaluation during training with its ``evaluations.jsonl`` record (e.g. to report it to a
+#: hyperparameter search: ``train.sweeps.tune``).
+EvaluationHook = Callable[[dict[str, Any]], None]
+
+
+class RunCallback(BaseCallback):
+    """Opponent schedule, checkpoints, self-play pool, evaluations and extra TensorBoard scalars."""
+
+    def __init__(self, config: TrainConfig, run_dir: Path, on_evaluation: EvaluationHook | None = None) -> None:
+        super().__init__()
+        self.config = config
+        self.run_dir = run_dir
+        self.on_evaluation = on_evaluation
+        self.checkpoints = run_dir / "checkpoints"
+        self.executor: ProcessPoolExecutor | None = None
+        self.recent: dict[str, deque[float]] = {}
+        self.mix: dict[str, float] | None = None
+        # On resume, the evaluations so far: the best to beat, and the step already evaluated (a run resumed
+        # when already finished must not evaluate its last checkpoint a second time).
+        records = read_evaluations(run_dir / "evaluations.jsonl")
+        self.best = max((r["mean_win_rate"] for r in records), default=-1.0)
+        self.last_eval_step = max((r["step"] for r in records), default=-1)
+        self.record: SessionRecord | None = None  # set by train(): this session's entry in run_info.json
+
+    # ------------------------------------------------------------------ run state
+    def settings(self) -> dict[str, Any]:
+        """Env settings stored in every checkpoint (agents.ppo)."""
+        env = self.config.env
+        return {"belief": env.belief, "n_particles": env.n_particles, "first_player": env.first_player,
+                "config": self.config.name, "steps": int(self.model.num_timesteps),
+                "privileged_size": PRIVILEGED_SIZE if self.config.policy.critic == "privileged" else 0}
+
+    def checkpoint_files(self) -> list[Path]:
+        return sorted(self.checkpoints.glob("step_*.zip"))
+
+    def save_checkpoint(self) -> Path:
+        """Save the model now (idempotent per step)."""
+        path = self.checkpoints / f"step_{self.model.num_timesteps:09d}.zip"
+        if not path.exists():
+            save_model(self.model, path, self.settings())
+            if self.record is not None:
+                self.record.update(int(self.model.num_timesteps))
+        return path
+
+    def sync_opponents(self) -> None:
+        """Push the mix in force and the self-play pool to every env (saving a first checkpoint for an empty pool)."""
+        mix = self.config.mix_at(self.model.num_timesteps)
+        pool: list[str] = []
+        if self.config.uses_self_play():
+            if not self.checkpoint_files():
+                self.save_checkpoint()
+            pool = [str(p) for p in self.checkpoint_files()[-self.config.self_play.pool_size:]]
+        self.training_env.env_method("set_opponent_mix", mix, pool)
+        self.mix = mix
+
+    def close(self) -> None:
+        """Stop the evaluation workers (at once, dropping queued games, when training was interrupted)."""
+        if self.executor is not None:
+            self.executor.shutdown(cancel_futures=True)
+            self.executor = None
+
+    # ------------------------------------------------------------------ SB3 hooks
+    def _on_step(self) -> bool:
+        for done, info in zip(self.locals["dones"], self.locals["infos"], strict=True):
+            if done and "opponent" in info:
+                self.recent.setdefault(info["opponent"], deque(maxlen=500)).append(
+                    _SCORE.get(info.get("winner"), 0.5))  # a truncated game (no winner) counts as a draw
+        step = self.model.num_timesteps
+        cfg = self.config
+        checkpoint_due = step // cfg.checkpoint_every > (step - self.training_env.num_envs) // cfg.checkpoint_every
+        if checkpoint_due:
+            self.save_checkpoint()
+        if cfg.mix_at(step) != self.mix or (checkpoint_due and cfg.uses_self_play()):
+            self.sync_opponents()
+        if cfg.eval.every and step // cfg.eval.every > (step - self.training_env.num_envs) // cfg.eval.every:
+            self.run_evaluation()
+        # Stop at total_timesteps exactly, not at the end of the rollout that crosses it: a run resumed from a
+        # checkpoint taken mid-rollout then ends (and evaluates) at the same step as one never interrupted.
+        return step < cfg.total_timesteps
+
+    def _on_rollout_end(self) -> None:
+        for name, scores in self.recent.items():
+            self.logger.record(f"train/win_rate/{name}", float(np.mean(scores)))
+
+    # ------------------------------------------------------------------ evaluation
+    def run_evaluation(self) -> list[MatchResult]:
+        """Evaluate the current model, log it, keep the best model.
+
+        With belief features on (and ``eval.belief_games`` > 0), also log the belief's log-loss of the
+        opponent's true hand, and card counting's for comparison (:func:`belief_log_loss`).
+        """
+        cfg = self.config.eval
+        path = self.save_checkpoint()
+        if cfg.workers > 1 and self.executor is None:
+            self.executor = make_executor(cfg.workers)
+        started = time.perf_counter()
+        results = evaluate(str(path), cfg.opponents, cfg.pairs, cfg.seed, workers=cfg.workers,
+                           n_particles=self.config.env.n_particles, executor=self.executor)
+        mean = float(np.mean([r.score for r in results]))
+        for r in results:
+            self.logger.record(f"eval/win_rate/{r.opponent}", r.score)
+        self.logger.record("eval/mean_win_rate", mean)
+        self.logger.record("eval/game_length", float(np.mean([r.mean_length for r in results])))
+        quality: dict[str, float] = {}
+        if self.config.env.belief != "none" and cfg.belief_games > 0:
+            policy = PPOPolicy.load(path)  # the checkpoint, not self.model.policy: PPOPolicy puts it in eval mode
+            quality = belief_log_loss(policy, cfg.opponents[0], cfg.belief_games, cfg.seed,
+                                      self.config.env.n_particles)
+            for key, value in quality.items():
+                self.logger.record(f"belief/{key}", value)
+        self.logger.dump(self.model.num_timesteps)
+        record = {"step": int(self.model.num_timesteps), "checkpoint": path.name, "mean_win_rate": mean,
+                  "seconds": round(time.perf_counter() - started, 2), "results": [r.to_dict() for r in results]}
+        if self.record is not None:  # training time so far, all sessions, for learning curves against wall time
+            record["train_seconds"] = round(self.record.total_seconds(), 1)
+        if quality:
+            record["belief"] = quality
+        # An append-only log: one write per record, and a line torn by a kill is dropped when the run resumes.
+        with open(self.run_dir / "evaluations.jsonl", "a") as out:
+            out.write(json.dumps(record) + "\n")
+        if mean > self.best:
+            self.best = mean
+            copy_file(path, self.run_dir / "best_model.zip")
+        self.last_eval_step = self.model.num_timesteps
+        if self.on_evaluation is not None:  # after the record and best model are on disk: the hook may stop us
+            self.on_evaluation(record)
+        return results
+
+
+def build_vec_env(config: TrainConfig, seed: int) -> VecEnv:
+    """The vectorized training envs; the first games use the schedule's fixed players until the pool exists."""
+    first_mix = {k: v for k, v in config.opponents[0].mix.items() if k != SELF and v > 0} or {"random": 1.0}
+    env_options = config_to_dict(config)["env"]
+    vec_cls, vec_kwargs = (SubprocVecEnv, {"start_method": config.start_method}) if config.vec_env == "subproc" \
+        else (DummyVecEnv, {})
+    return make_vec_env(partial(make_env, env_options, first_mix, opponent_belief(config), config.ppo.gamma,
+                                config.policy.critic == "privileged"),
+                        n_envs=config.n_envs,
+                        seed=seed, vec_env_cls=vec_cls, vec_env_kwargs=vec_kwargs)
+
+
+def train(config: TrainConfig, run_dir: str | Path, resume: bool = False, command: str | None = None,
+          quiet: bool = False, on_evaluation: EvaluationHook | None = None) -> Path:
+    """Train (or, with ``resume``, continue) the run in ``run_dir``; returns ``run_dir``.
+
+    Ends with the final evaluation table (printed unless ``quiet``, and saved in the run folder).
+    ``on_evaluation`` is called with the record of every evaluation during training, once it is written.
+    A second process asked to train the same folder meanwhile is refused (``ConfigError``).
+    """
+    with _run_lock(Path(run_dir)):
+        return _train(config, Path(run_dir), resume, command, quiet, on_evaluation)
+
+
+def train_once(config: str | Path, overrides: list[str], run_dir: Path, command: str,
+               on_evaluation: EvaluationHook | None = None) -> Path:
+    """Bring the run in ``run_dir`` to its end once, for scripts that train many runs (sweeps, ablations).
+
+    A run with its final evaluation is left alone; one with checkpoints is resumed from its own
+    ``config.yaml`` (with ``overrides``); otherwise it starts from ``config`` with ``overrides``. So a script
+    killed midway picks up where it stopped. Returns ``run_dir``.
+    """
+    if (run_dir / "final_eval.json").exists():
+        return run_dir
+    checkpoints = run_dir / "checkpoints"
+    resume = checkpoints.is_dir() and any(checkpoints.glob("step_*.zip"))
+    print(f"training {run_dir}" + (" (resuming)" if resume else ""), flush=True)
+    return train(load_config(run_dir / "config.yaml" if resume else config, overrides), run_dir, resume=resume,
+                 quiet=True, command=command, on_evaluation=on_evaluation)
+
+
+@contextmanager
+def _run_lock(run_dir: Path) -> Iterator[None]:
+    """Hold ``RUN_DIR/.lock`` while training, so two processes never write one run folder at once.
+
+    The lock file goes when the run ends, and so does the folder if this call created it and nothing was
+    written: a refused command leaves the disk as it was. (A killed process leaves a stale ``.lock`` file,
+    but not the lock: that goes with the process.) Because the file is deleted on release, a process may
+    lock a file that was just deleted while a third one locks its replacement; so a lock only counts if
+    the name still points at the locked file afterwards, and otherwise we try again.
+    """
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ConfigError(f"run folder {run_dir} is a file, not a folder")
+    created = not run_dir.exists()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    lock = run_dir / _LOCK
+    try:
+        while True:
+            handle = open(lock, "a")  # noqa: SIM115  (kept open, and locked, for the whole run)
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                handle.close()
+                raise ConfigError(f"run folder {run_dir} is in use by another training process") from None
+            try:
+                current = os.stat(lock).st_ino
+            except FileNotFoundError:
+                current = None
+            if current == os.fstat(handle.fileno()).st_ino:
+                break
+            handle.close()  # we locked a deleted lock file: the holder released it; take the new one
+        with handle:
+            try:
+                yield
+            finally:
+                lock.unlink(missing_ok=True)  # while still locked: nobody can hold the name's new file yet
+    finally:
+        if created and not any(run_dir.iterdir()):
+            run_dir.rmdir()
+
+
+def _resume_checkpoint(run_dir: Path) -> Path:
+    """The newest checkpoint of the run that loads; newer ones that do not are set aside, each with its reason.
+
+    Checkpoints are written atomically, but a run folder from an older version, a disk error or a copy
+    cut short can still hold a torn one; resuming must not need a hand to delete it.
+    """
+    for path in sorted((run_dir / "checkpoints").glob("step_*.zip"), reverse=True):
+        problem = _checkpoint_problem(path)
+        if problem is None:
+            return path
+        _set_aside(path, problem)
+    raise ConfigError(f"cannot resume {run_dir}: none of its checkpoints/step_*.zip loads")
+
+
+def _read_run_info(path: Path) -> dict[str, Any] | None:
+    """``run_info.json``, or None when it is missing or unreadable (a torn file from an older version)."""
+    try:
+        info = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) and isinstance(info.get("sessions"), list) else None
+
+
+def _finished(run_dir: Path) -> bool:
+    """Whether the run's last session ended normally (final evaluation written)."""
+    info = _read_run_info(run_dir / "run_info.json")
+    return bool(info and info["sessions"] and info["sessions"][-1].get("finished"))
+
+
+def _repair_records(run_dir: Path, step: int) -> None:
+    """Before resuming from ``step``: drop torn lines and records after ``step``, set aside a bad best model.
+
+    The session that is resumed may have run past its last checkpoint; what it logged after it is done
+    again, and would otherwise appear twice.
+    """
+    evaluations = run_dir / "evaluations.jsonl"
+    if evaluations.exists():
+        kept = [r for r in read_evaluations(evaluations) if r["step"] <= step]
+        write_text(evaluations, "".join(json.dumps(r) + "\n" for r in kept))
+    best = run_dir / "best_model.zip"
+    if best.exists():
+        problem = _checkpoint_problem(best)
+        if problem is None and read_settings(best)["steps"] > step:
+            problem = f"it is from step {read_settings(best)['steps']:,}, after the checkpoint resumed from"
+        if problem is not None:
+            _set_aside(best, problem)
+            # the best of the evaluations kept, if its checkpoint is still there; else the end of the run picks one
+            records = read_evaluations(evaluations)
+            if records:
+                top = max(records, key=lambda r: r["mean_win_rate"])
+                source = run_dir / "checkpoints" / str(top.get("checkpoint"))
+                if source.is_file() and _checkpoint_problem(source) is None:
+                    copy_file(source, best)
+
+
+def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None, quiet: bool,
+           on_evaluation: EvaluationHook | None) -> Path:
+    """:func:`train`, with the run folder locked."""
+    checkpoints = run_dir / "checkpoints"
+    opponent_belief(config)  # a ConfigError here, before the envs are built, names the checkpoints at fault
+    if resume:
+        if not checkpoints.is_dir() or not any(checkpoints.glob("step_*.zip")):
+            raise ConfigError(f"cannot resume {run_dir}: it has no checkpoints/step_*.zip")
+    elif any(path.name != _LOCK for path in run_dir.iterdir()):
+        raise ConfigError(f"run folder {run_dir} already exists and is not empty; use --resume to continue it")
+
+    start_step = 0
+    pretrain_metrics: dict[str, float] = {}
+    if resume:
+        last = _resume_checkpoint(run_dir)
+        start_step = int(read_settings(last)["steps"])
+    venv = build_vec_env(config, config.seed + start_step)
+    torch.set_num_threads(config.torch_threads)
+    common = {"policy_kwargs": _policy_kwargs(config, venv.observation_space.shape[0]), **_ppo_kwargs(config)}
+    if resume:
+        try:
+            # MaskablePPO.load unpickles: acceptable here only because these are this run's own checkpoints.
+            model = load_model(last, env=venv, **common)
+        except ValueError as error:  # e.g. --set env.belief=... or policy.net_arch=... unlike the checkpoints
+            venv.close()
+            raise ConfigError(f"cannot resume {run_dir}: {error}") from None
+        if start_step >= config.total_timesteps and _finished(run_dir):  # checked once the settings matched
+            venv.close()
+            print(f"run {run_dir} is finished ({start_step:,} steps; final evaluation in "
+                  f"{run_dir / 'final_eval.md'}): nothing to do. To train longer, add "
+                  f"--set total_timesteps=N with N > {start_step}.", flush=True)
+            return run_dir
+        _repair_records(run_dir, start_step)
+        model.set_random_seed(config.seed + start_step)
+    else:
+        policy = PrivilegedCriticPolicy if config.policy.critic == "privileged" else "MlpPolicy"
+        model = MaskablePPO(policy, venv, seed=config.seed, device="cpu", verbose=0, **common)
+    # Only now record the run: a command that failed above must leave the folder (its config.yaml) as it was.
+    checkpoints.mkdir(parents=True, exist_ok=True)
+    write_text(run_dir / "config.yaml", yaml.safe_dump(config_to_dict(config), sort_keys=False))
+    with open(run_dir / "command.txt", "a") as out:
+        out.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')}  {command or ' '.join(sys.argv)}\n")
+    if not resume and config.pretrain.teacher is not None:
+        started = time.perf_counter()
+        pretrain_metrics = warm_start(model, config, config.seed)
+        pretrain_metrics["seconds"] = round(time.perf_counter() - started, 1)
+    # Our own logger: TensorBoard events straight into RUN_DIR/tb, continued (same folder) on resume.
+    model.set_logger(Logger(str(run_dir / "tb"), [ResumedTensorBoard(str(run_dir / "tb"), start_step + 1)]))
+
+    callback = RunCallback(config, run_dir, on_evaluation)
+    callback.init_callback(model)
+    for key, value in pretrain_metrics.items():
+        model.logger.record(f"pretrain/{key}", value)
+    if pretrain_metrics:
+        model.logger.dump(0)
+    callback.record = SessionRecord(run_dir, start_step, pretrain_metrics)
+    if pretrain_metrics:
+        callback.save_checkpoint()  # step 0: the warm start alone, so what PPO adds to it can be measured
+    try:
+        callback.sync_opponents()
+        remaining = config.total_timesteps - model.num_timesteps
+        if remaining > 0:
+            model.learn(remaining, callback=callback, tb_log_name="ppo", reset_num_timesteps=not resume,
+                        progress_bar=config.progress_bar and not quiet)
+        final = callback.save_checkpoint()
+        callback.record.update(int(model.num_timesteps))
+        if config.eval.every and callback.last_eval_step != model.num_timesteps:
+            callback.run_evaluation()
+        if not (run_dir / "best_model.zip").exists():
+            copy_file(final, run_dir / "best_model.zip")
+        results = final_evaluation(config, run_dir, callback)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM turned into one by the command line (train.cli.train)
+        callback.close()  # the workers first: they may be dead already (a terminal's Ctrl-C reaches them too)
+        saved = callback.save_checkpoint()
+        callback.record.update(int(model.num_timesteps))
+        raise TrainingInterrupted(
+            f"training interrupted at step {model.num_timesteps:,}; saved {saved}. Continue with: "
+            f"uno-train --resume {shlex.quote(str(run_dir))}") from None
+    finally:
+        callback.close()
+        with suppress(OSError, EOFError):  # SubprocVecEnv workers that an interrupt already ended
+            venv.close()
+        stop_stray_processes()
+    callback.record.update(int(model.num_timesteps), finished=True)
+    if results and not quiet:
+        print(f"\nFinal evaluation of {run_dir / 'best_model.zip'} ({config.eval.final_pairs} deal pairs "
+              f"per opponent, seed {config.eval.seed + 1}):\n{format_table(results)}")
+    return run_dir
+
+
+def stop_stray_processes() -> None:
+    """Terminate the processes this one started that are still alive once its pools are closed.
+
+    A signal that lands while a process pool is starting a worker can leave that worker unknown to the
+    pool, so closing the pool does not stop it, and it would wait for work forever after the run ends.
+    """
+    for child in multiprocessing.active_children():
+        child.terminate()
+        child.join()
+
+
+def final_evaluation(config: TrainConfig, run_dir: Path, callback: RunCallback) -> list[MatchResult]:
+    """Evaluate the best model on deals not used for model selection; write final_eval.json/.md."""
+    cfg = config.eval
+    if not cfg.final_pairs:
+        return []
+    if cfg.workers > 1 and callback.executor is None:
+        callback.executor = make_executor(cfg.workers)
+    results = evaluate(str(run_dir / "best_model.zip"), cfg.opponents, cfg.final_pairs, cfg.seed + 1,
+                       workers=cfg.workers, n_particles=config.env.n_particles, executor=callback.executor)
+    best_step = read_settings(run_dir / "best_model.zip")["steps"]
+    write_text(run_dir / "final_eval.json", json.dumps(
+        {"model": "best_model.zip", "model_steps": best_step, "pairs": cfg.final_pairs, "seed": cfg.seed + 1,
+         "results": [r.to_dict() for r in results]}, indent=1) + "\n")
+    write_text(run_dir / "final_eval.md", format_table(results) + "\n")
+    for r in results:
+        callback.logger.record(f"final/win_rate/{r.opponent}", r.score)
+    callback.logger.dump(callback.model.num_timesteps)
+    return results
+
+
+class SessionRecord:
+    """This session's entry in ``RUN_DIR/run_info.json``, rewritten at every checkpoint.
+
+    A run that is killed (or dies) keeps the record of the steps and time it had reached at its last
+    checkpoint, which is where ``--resume`` continues; ``finished`` turns true when the session ends normally.
+    """
+
+    def __init__(self, run_dir: Path, start_step: int, pretrain: dict[str, float]) -> None:
+        self.path = run_dir / "run_info.json"
+        self.start_step = start_step
+        self.pretrain = pretrain
+        self.info = _read_run_info(self.path) or {"machine": machine(), "sessions": []}
+        self.index = len(self.info["sessions"])
+        self.started = time.perf_counter()
+        self.seconds = 0.0
+
+    def total_seconds(self) -> float:
+        """Training time of the whole run until now: the earlier sessions' plus this one's so far."""
+        earlier = sum(s["train_seconds"] for s in self.info["sessions"][:self.index])
+        return earlier + time.perf_counter() - self.started
+
+    def update(self, step: int, finished: bool = False) -> None:
+        """Record that training reached ``step`` now, or (``finished``) that the session ended after it.
+
+        The time recorded is training time: the final evaluation after the last step does not count.
+        """
+        if not finished:
+            self.seconds = time.perf_counter() - self.started
+        seconds = self.seconds
+        if self.pretrain:
+            self.info["pretrain"] = self.pretrain
+        entry = {"from_step": self.start_step, "to_step": step, "train_seconds": round(seconds, 1),
+                 "steps_per_second": round((step - self.start_step) / seconds, 1) if seconds else None,
+                 "finished": finished}
+        self.info["sessions"][self.index:] = [entry]
+        self.info["total_train_seconds"] = round(sum(s["train_seconds"] for s in self.info["sessions"]), 1)
+        write_text(self.path, json.dumps(self.info, indent=1) + "\n")

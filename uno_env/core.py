@@ -1,0 +1,337 @@
+"""The rules' hot path, compiled with numba: one definition of each rule, shared by :class:`~uno_env.game.Game`.
+
+Two layers:
+
+* **Rule functions** (:func:`after_play`, :func:`draw_plan`, :func:`draw_impossible_outcome`): what a play or a
+  draw does to the turn, the pending draw and the outcome (RULES.md, "A turn" and "Running out of cards").
+  They are plain Python, and :class:`~uno_env.game.Game` calls them as they are; the kernels below call
+  their compiled twins (``numba.njit`` of the same function object), so there is one source for each rule.
+  Playability is :data:`uno_env.cards.PLAYABLE` and the cards of an action :func:`uno_env.cards.action_card`;
+  the kernels read tables built from those.
+* **Kernels** over one game's state packed in an int64 vector (:func:`pack_state`, layout below): legal
+  actions, a play, a draw with its reshuffle and the draw-impossible end, the rule-based player's decision
+  (:func:`rule_action`, which :class:`~uno_env.opponents.RulePolicy` calls), and a playout to the end of the
+  game (:func:`simulate`, the search player's rollouts).
+
+Why :class:`~uno_env.game.Game` keeps Python lists instead of this packed state: a numba call costs about half a
+microsecond of dispatch and every read of a numpy scalar from Python about 0.2 µs, which would make the
+single Gymnasium env slower, while the kernels pay off where many steps run without Python in between
+(docs/DECISIONS.md, "Compiled rules core").
+
+Randomness: :class:`~uno_env.game.Game` shuffles with its ``numpy.random.Generator``. Compiled playouts cannot
+call it, so they shuffle with a splitmix64 stream held in a ``uint64`` array of one element, seeded by the
+caller from its own seeded generator: the same seed gives the same playout.
+
+Compilation is cached on disk (``cache=True``) next to this module; numba falls back to a user cache directory
+when the package directory is read-only, and to compiling in memory if neither is writable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numba import njit
+
+from uno_env.cards import (
+    DECK_SIZE,
+    DRAW2,
+    DRAW_ACTION,
+    NUM_ACTIONS,
+    NUM_CARD_TYPES,
+    NUM_COLOURED_RANKS,
+    PLAYABLE,
+    REVERSE,
+    SKIP,
+    WILD,
+    WILD_DRAW4,
+    action_card,
+    card_rank,
+)
+
+#: Outcome codes: a running game (the kernels' stand-in for ``Game.outcome is None``), a drawn game; else the
+#: winning seat.
+RUNNING, DRAWN = -2, -1
+
+# ---------------------------------------------------------------------- packed state layout
+_N = NUM_CARD_TYPES
+HANDS = 0  # seat p's hand: 54 counts at HANDS + 54 * p
+DECK = HANDS + 2 * _N  # deck cards, deck[DECK_LEN - 1] drawn first (Game.deck's order)
+DISCARD = DECK + DECK_SIZE  # discard pile bottom ... top (Game.discard's order)
+COUNTS = DISCARD + DECK_SIZE  # discard pile as 54 counts (Game.discard_counts)
+HAND_SIZES = COUNTS + _N  # two hand sizes
+DECK_LEN = HAND_SIZES + 2
+DISCARD_LEN = DECK_LEN + 1
+COLOUR = DISCARD_LEN + 1  # colour in force
+TOP_RANK = COLOUR + 1
+PENDING = TOP_RANK + 1
+CURRENT = PENDING + 1  # seat to move
+OUTCOME = CURRENT + 1  # RUNNING, DRAWN or the winning seat
+STATE_SIZE = OUTCOME + 1
+
+#: Rollout policies of :func:`simulate`.
+RANDOM_POLICY, RULE_POLICY = 0, 1
+
+_RANK_OF = tuple(card_rank(card) for card in range(_N))
+_ACTION_CARD = np.array([action_card(a) for a in range(NUM_ACTIONS)], dtype=np.int64)
+# _PLAYABLE_ACTION[colour, top_rank, action]: the action plays a card type of cards.PLAYABLE[colour][top_rank].
+_PLAYABLE_ACTION = np.zeros((4, 15, NUM_ACTIONS), dtype=np.bool_)
+for _colour in range(4):
+    for _rank in range(15):
+        for _action in range(DRAW_ACTION):
+            _PLAYABLE_ACTION[_colour, _rank, _action] = _ACTION_CARD[_action] in PLAYABLE[_colour][_rank]
+
+
+# ---------------------------------------------------------------------- rule functions (Python and compiled)
+def after_play(card: int, seat: int, hand_size_after: int) -> tuple[int, int, int]:
+    """``(seat to move, pending draw, outcome)`` after ``seat`` played ``card`` and holds ``hand_size_after``.
+
+    An empty hand wins at once; skip and reverse give the player another turn; +2/+4 make the other seat draw
+    2/4 (a decision with the single action "draw"), after which the player moves again.
+    """
+    if hand_size_after == 0:
+        return seat, 0, seat
+    rank = _RANK_OF[card]
+    if rank in (SKIP, REVERSE):
+        return seat, 0, RUNNING
+    if rank == DRAW2:
+        return 1 - seat, 2, RUNNING
+    if card == WILD_DRAW4:
+        return 1 - seat, 4, RUNNING
+    return 1 - seat, 0, RUNNING
+
+
+def draw_plan(pending: int, deck_size: int, discard_size: int) -> tuple[int, bool, bool]:
+    """``(cards to draw, reshuffle first, draw possible)`` for the draw action with ``pending`` in force.
+
+    The draw is the pending 2/4, else 1. A deck with fewer cards first takes the discard pile except its top
+    card; if it still has too few, the draw is impossible and the game ends (:func:`draw_impossible_outcome`).
+    """
+    count = pending if pending > 0 else 1
+    reshuffle = deck_size < count
+    available = deck_size + discard_size - 1 if reshuffle else deck_size
+    return count, reshuffle, available >= count
+
+
+def draw_impossible_outcome(seat: int, mine: int, theirs: int) -> int:
+    """The outcome when ``seat`` (holding ``mine`` cards) cannot draw: fewer cards wins, equal hands draw."""
+    if mine == theirs:
+        return DRAWN
+    return seat if mine < theirs else 1 - seat
+
+
+_after_play = njit(cache=True)(after_play)
+_draw_plan = njit(cache=True)(draw_plan)
+_draw_impossible_outcome = njit(cache=True)(draw_impossible_outcome)
+
+
+# ---------------------------------------------------------------------- packing
+def pack_state(hands: Sequence[Sequence[int]], deck: Sequence[int], discard: Sequence[int], active_colour: int,
+               current: int, pending_draw: int, outcome: int | None = None) -> np.ndarray:
+    """A game's state as the kernels' int64 vector; arguments as :class:`~uno_env.game.Game`'s fields.
+
+    ``deck`` is drawn from its end and ``discard`` ends with the top card; ``outcome`` ``None`` means running.
+    """
+    return pack_states(hands[0], np.asarray([hands[1]]), np.asarray([deck], dtype=np.int64).reshape(1, -1),
+                       discard, active_colour, current, pending_draw, outcome)[0]
+
+
+def pack_states(hand0: Sequence[int], hands1: np.ndarray, decks: np.ndarray, discard: Sequence[int],
+                active_colour: int, current: int, pending_draw: int, outcome: int | None = None) -> np.ndarray:
+    """Games that differ only in seat 1's hand and the deck, packed at once: a ``(B, STATE_SIZE)`` array.
+
+    ``hands1`` is ``(B, 54)`` counts and ``decks`` ``(B, L)`` cards (each row drawn from its end); the other
+    arguments are those of :func:`pack_state`, shared by all B games. The search player packs its worlds so.
+    """
+    hands1 = np.asarray(hands1, dtype=np.int64)
+    states = np.zeros((len(hands1), STATE_SIZE), dtype=np.int64)
+    states[:, HANDS:HANDS + _N] = hand0
+    states[:, HANDS + _N:HANDS + 2 * _N] = hands1
+    states[:, HAND_SIZES] = sum(hand0)
+    states[:, HAND_SIZES + 1] = hands1.sum(axis=1)
+    states[:, DECK:DECK + decks.shape[1]] = decks
+    states[:, DECK_LEN] = decks.shape[1]
+    states[:, DISCARD:DISCARD + len(discard)] = discard
+    states[:, DISCARD_LEN] = len(discard)
+    states[:, COUNTS:COUNTS + _N] = np.bincount(np.asarray(discard, dtype=np.int64), minlength=_N)
+    states[:, COLOUR] = active_colour
+    states[:, TOP_RANK] = _RANK_OF[discard[-1]]
+    states[:, PENDING] = pending_draw
+    states[:, CURRENT] = current
+    states[:, OUTCOME] = RUNNING if outcome is None else outcome
+    return states
+
+
+def seed_stream(seed: int) -> np.ndarray:
+    """A kernel random stream (splitmix64 state) started from ``seed`` (an int in 0..2**64-1)."""
+    return np.array([seed], dtype=np.uint64)
+
+
+# ---------------------------------------------------------------------- kernels
+@njit(cache=True)
+def _next_u64(stream: np.ndarray) -> np.uint64:
+    """splitmix64: advance the stream and return 64 random bits."""
+    z = stream[0] + np.uint64(0x9E3779B97F4A7C15)
+    stream[0] = z
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True)
+def below(stream: np.ndarray, n: int) -> int:
+    """A uniform int in ``0..n-1`` from the stream (53 random bits scaled, as ``int(random() * n)``)."""
+    return int((_next_u64(stream) >> np.uint64(11)) * (1.0 / 9007199254740992.0) * n)
+
+
+@njit(cache=True)
+def legal_actions_into(state: np.ndarray, out: np.ndarray) -> int:
+    """Write the legal actions of the seat to move into ``out`` (ascending); return how many (0 once over)."""
+    if state[OUTCOME] != RUNNING:
+        return 0
+    n = 0
+    if state[PENDING] == 0:
+        hand = HANDS + _N * state[CURRENT]
+        playable = _PLAYABLE_ACTION[state[COLOUR], state[TOP_RANK]]
+        for action in range(DRAW_ACTION):
+            if playable[action] and state[hand + _ACTION_CARD[action]] > 0:
+                out[n] = action
+                n += 1
+    if n == 0:  # a pending draw, or nothing playable: draw is the one legal action
+        out[0] = DRAW_ACTION
+        n = 1
+    return n
+
+
+@njit(cache=True)
+def _play(state: np.ndarray, action: int) -> None:
+    """Play the card of a legal non-draw ``action`` for the seat to move."""
+    seat = state[CURRENT]
+    card = _ACTION_CARD[action]
+    state[HANDS + _N * seat + card] -= 1
+    state[HAND_SIZES + seat] -= 1
+    state[DISCARD + state[DISCARD_LEN]] = card
+    state[DISCARD_LEN] += 1
+    state[COUNTS + card] += 1
+    state[COLOUR] = action // 15
+    state[TOP_RANK] = _RANK_OF[card]
+    state[CURRENT], state[PENDING], state[OUTCOME] = _after_play(card, seat, state[HAND_SIZES + seat])
+
+
+@njit(cache=True)
+def _reshuffle(state: np.ndarray, stream: np.ndarray) -> None:
+    """The discard pile except its top card goes under the deck's cards, as Game does, and the deck is shuffled."""
+    moved = state[DISCARD_LEN] - 1
+    deck_len = state[DECK_LEN]
+    for i in range(moved):
+        card = state[DISCARD + i]
+        state[DECK + deck_len + i] = card
+        state[COUNTS + card] -= 1
+    state[DISCARD] = state[DISCARD + moved]
+    state[DISCARD_LEN] = 1
+    deck_len += moved
+    state[DECK_LEN] = deck_len
+    for i in range(deck_len - 1, 0, -1):  # Fisher-Yates
+        j = below(stream, i + 1)
+        card = state[DECK + i]
+        state[DECK + i] = state[DECK + j]
+        state[DECK + j] = card
+
+
+@njit(cache=True)
+def _draw(state: np.ndarray, stream: np.ndarray) -> None:
+    """The draw action for the seat to move: 1 card or the pending 2/4, reshuffling or ending the game if needed."""
+    seat = state[CURRENT]
+    count, reshuffle, possible = _draw_plan(state[PENDING], state[DECK_LEN], state[DISCARD_LEN])
+    state[PENDING] = 0
+    if reshuffle:
+        _reshuffle(state, stream)
+    if not possible:
+        state[OUTCOME] = _draw_impossible_outcome(seat, state[HAND_SIZES + seat], state[HAND_SIZES + 1 - seat])
+        return
+    hand = HANDS + _N * seat
+    for _ in range(count):
+        state[DECK_LEN] -= 1
+        state[hand + state[DECK + state[DECK_LEN]]] += 1
+    state[HAND_SIZES + seat] += count
+    state[CURRENT] = 1 - seat  # after any draw the other seat moves (RULES.md, "A turn")
+
+
+@njit(cache=True)
+def apply_action(state: np.ndarray, action: int, stream: np.ndarray) -> None:
+    """Apply a legal ``action`` of the seat to move; reshuffles draw from ``stream``."""
+    if action == DRAW_ACTION:
+        _draw(state, stream)
+    else:
+        _play(state, action)
+
+
+@njit(cache=True)
+def rule_action(hand: np.ndarray, opponent_hand_size: int, legal: np.ndarray, n: int) -> int:
+    """The rule-based player's choice among ``legal[:n]`` (ascending); the scoring is documented on RulePolicy.
+
+    The best (tier, score) wins and ties keep the lowest action id. Tiers: attacks when the opponent holds
+    2 cards or fewer, then coloured cards, then wilds; the score counts the other cards held of the colour the
+    play leaves in force, -5 for a wild, -4 for a +4 (+36 when attacking), +2 for skip/reverse/+2 (+20 attacking).
+    """
+    if n == 1:
+        return legal[0]
+    colour_counts = np.zeros(4, dtype=np.int64)
+    for card in range(WILD):
+        colour_counts[card // NUM_COLOURED_RANKS] += hand[card]
+    danger = opponent_hand_size <= 2
+    best_action, best_tier, best_score = legal[0], -1, 0
+    for i in range(n):
+        action = legal[i]
+        card = _ACTION_CARD[action]
+        score = colour_counts[action // 15] - (1 if card < WILD else 0)
+        rank = _RANK_OF[card]
+        if card == WILD:
+            tier, score = 0, score - 5
+        elif card == WILD_DRAW4:
+            tier, score = (2, score + 36) if danger else (0, score - 4)
+        elif rank in (SKIP, REVERSE, DRAW2):
+            tier, score = (2, score + 20) if danger else (1, score + 2)
+        else:
+            tier = 1
+        # The tier ranks before the score, so attacks (when the opponent is about to go out) come before coloured
+        # cards and coloured cards before wilds however many cards of one colour are held.
+        if tier > best_tier or (tier == best_tier and score > best_score):
+            best_action, best_tier, best_score = action, tier, score
+    return best_action
+
+
+@njit(cache=True)
+def playout(state: np.ndarray, policy: int, stream: np.ndarray, max_actions: int) -> int:
+    """Play both seats with ``policy`` (:data:`RANDOM_POLICY` or :data:`RULE_POLICY`) until the game ends.
+
+    Returns the outcome; :data:`RUNNING` if ``max_actions`` actions did not finish it.
+    """
+    legal = np.empty(NUM_ACTIONS, dtype=np.int64)
+    for _ in range(max_actions):
+        if state[OUTCOME] != RUNNING:
+            break
+        n = legal_actions_into(state, legal)
+        if n == 1:
+            action = legal[0]
+        elif policy == RANDOM_POLICY:
+            action = legal[below(stream, n)]
+        else:
+            seat = state[CURRENT]
+            hand = state[HANDS + _N * seat:HANDS + _N * (seat + 1)]
+            action = rule_action(hand, state[HAND_SIZES + 1 - seat], legal, n)
+        apply_action(state, action, stream)
+    return state[OUTCOME]
+
+
+@njit(cache=True)
+def simulate(state: np.ndarray, action: int, policy: int, seed: np.uint64, max_actions: int) -> int:
+    """One search simulation: apply ``action`` to a copy of ``state``, then :func:`playout`; the outcome.
+
+    The random stream starts from ``seed``, so the same world and seed replay the same simulation.
+    """
+    game = state.copy()
+    stream = np.empty(1, dtype=np.uint64)
+    stream[0] = seed
+    apply_action(game, action, stream)
+    return playout(game, policy, stream, max_actions)

@@ -1,0 +1,119 @@
+"""Seating policies at a game: the one place where a game's seeds are derived and a policy takes its seat.
+
+Every harness (``UnoEnv``, the PettingZoo env, :func:`uno_env.match.play_game`, ``uno-play``'s table, the
+belief measurement) builds a :class:`Seat` per seat and calls :func:`start_game`, which derives everything from one
+game seed, the same way everywhere:
+
+* ``SeedSequence(seed)`` spawns three independent streams: the deal (and a random first player), the
+  reshuffles, and the seats' seeds (one integer per seat);
+* a seat's seed resets its policy, and ``seed + 1`` seeds its belief tracker's generator.
+
+So the deal and every reshuffle depend on the game seed alone, whatever the seats' belief settings or
+policies draw: the same seed plays the same game with every belief setting.
+
+A :class:`Seat` builds the observer its policy declares it needs (:func:`~uno_env.policy.needs_of`), resets
+the policy, hands it the start view (the optional ``observe_start``), and asks it for legal actions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from uno_env.belief import BeliefKind
+from uno_env.game import Game, IllegalActionError
+from uno_env.observation import SeatObserver
+from uno_env.policy import Policy, needs_of
+from uno_env.view import PublicView
+
+
+@dataclass(frozen=True, slots=True)
+class GameSeeds:
+    """The independent streams of one game, all derived from its seed by :func:`game_seeds`."""
+
+    deal: np.random.Generator
+    reshuffle: np.random.Generator
+    seats: tuple[int, int]
+
+
+def game_seeds(seed: int) -> GameSeeds:
+    """The deal and reshuffle generators and the two seats' seeds of the game with this seed."""
+    deal, reshuffle, seats = np.random.SeedSequence(seed).spawn(3)
+    seat_seeds = np.random.default_rng(seats).integers(0, 2**62, size=2)
+    return GameSeeds(np.random.default_rng(deal), np.random.default_rng(reshuffle),
+                     (int(seat_seeds[0]), int(seat_seeds[1])))
+
+
+class Seat:
+    """One seat of a game: its observer and, unless a learner outside plays it, its policy.
+
+    Args:
+        index: the seat, 0 or 1.
+        policy: the Policy playing the seat (``None``: the caller acts, as an env's learner does).
+        belief: the observer's belief setting when there is no policy (a policy declares its own ``needs``).
+        n_particles: the particle count, unless the policy's ``needs`` sets one.
+        dict_obs: encode observations as a dict of named channels (:class:`~uno_env.observation.SeatObserver`).
+    """
+
+    def __init__(self, index: int, policy: Policy | None = None, *, belief: BeliefKind = "none",
+                 n_particles: int = 1000, dict_obs: bool = False) -> None:
+        self.index = index
+        self.policy = policy
+        if policy is not None:
+            needs = needs_of(policy)
+            belief, n_particles = needs.belief, needs.n_particles or n_particles
+        self.observer = SeatObserver(belief, n_particles, dict_obs)
+
+    def start(self, game: Game, seed: int) -> None:
+        """Begin a game right after the deal: reset the policy and the tracker from ``seed``, hand the start view."""
+        if self.policy is not None:
+            self.policy.reset(seed)
+        self.observer.start(game, self.index, np.random.default_rng(seed + 1))
+        if self.policy is not None and hasattr(self.policy, "observe_start"):  # the optional hook (uno_env.policy)
+            self.policy.observe_start(game.observe(self.index, consume_events=False))
+
+    def observe(self, game: Game) -> PublicView:
+        """The seat's next view, encoded for it; every view of the seat must come from here (the tracker learns)."""
+        return self.observer.observe(game, self.index)
+
+    def act(self, game: Game, view: PublicView) -> int:
+        """The policy's action for ``view``, the seat's current view; ``IllegalActionError`` if it is not legal."""
+        action = self.policy.act(view)
+        if not game.is_legal(action):
+            raise IllegalActionError(f"{type(self.policy).__name__} on seat {self.index} chose an illegal action: "
+                                     + game.illegal_reason(action))
+        return action
+
+
+def deal_game(seed: int, first_player: int | None = None) -> Game:
+    """The game of ``seed`` right after the deal, before any seat starts: what :func:`start_game` deals.
+
+    ``first_player``: the seat that moves first, ``None`` for a coin flip from the deal's stream. For code
+    that needs a seed's deal without seating anyone (a saved game's seed, re-dealt to check it).
+    """
+    return _deal(game_seeds(seed), first_player)
+
+
+def _deal(seeds: GameSeeds, first_player: int | None) -> Game:
+    first = int(seeds.deal.integers(2)) if first_player is None else first_player
+    game = Game.deal(seeds.deal, first)
+    game.rng = seeds.reshuffle
+    return game
+
+
+def start_game(seats: Sequence[Seat], seed: int, first_player: int | None = None, start: Game | None = None) -> Game:
+    """Deal a game from ``seed`` (or take ``start``, a position set up elsewhere) and start both seats.
+
+    ``first_player``: the seat that moves first, ``None`` for a coin flip from the deal's stream (:func:`deal_game`).
+    A ``start`` game keeps its position and first player; its reshuffles, like a dealt game's, come from the seed.
+    """
+    seeds = game_seeds(seed)
+    if start is None:
+        start = _deal(seeds, first_player)
+    else:
+        start.rng = seeds.reshuffle
+    for seat, seat_seed in zip(seats, seeds.seats, strict=True):
+        seat.start(start, seat_seed)
+    return start
