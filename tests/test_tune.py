@@ -8,6 +8,7 @@ in which one trial crashes. Bad sweep files are refused before Ray starts.
 from __future__ import annotations
 
 import fcntl
+import importlib.util
 import json
 import subprocess
 import sys
@@ -204,3 +205,13 @@ def test_ray_evaluation_equals_the_local_pool(ray_session: str, tmp_path: Path, 
     assert evaluate_main([*args, str(tmp_path / "local.json"), "--workers", "2"]) == 0
     assert evaluate_main([*args, str(tmp_path / "ray.json"), "--address", ray_session]) == 0
     assert (tmp_path / "local.json").read_text() == (tmp_path / "ray.json").read_text()
+
+
+def test_evaluate_address_without_ray_says_what_to_install(monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]):
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *rest: None if name == "ray" else real_find_spec(name, *rest))
+    with pytest.raises(SystemExit) as exited:
+        evaluate_main(["random", "--opponents", "rule", "--pairs", "1", "--address", "local"])
+    assert exited.value.code == 2 and "pip install 'uno-rl[tune]'" in capsys.readouterr().err

@@ -15,6 +15,7 @@ machine sees.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 from collections.abc import Sequence
@@ -73,6 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                             "not of a --tournament"))
     if not args.tournament and len(args.players) != 1:
         parser.error("give one agent (or --tournament for several players)")
+    if args.address and importlib.util.find_spec("ray") is None:
+        parser.error("--address needs Ray, which is not installed; install the tune extra: pip install 'uno-rl[tune]'")
     executor: Executor | None = None
     try:
         workers = args.workers
