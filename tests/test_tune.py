@@ -97,6 +97,8 @@ def test_shipped_sweeps_are_valid():
     assert load_sweep(SMOKE).trials == 2
     ablation = load_sweep(ROOT / "configs" / "sweeps" / "belief-ablation.yaml")
     assert [d.values for d in ablation.space] == [["none", "counting", "particles"], [0, 1, 2]]
+    learning_rates = load_sweep(ROOT / "configs" / "sweeps" / "default-lr-seeds.yaml")
+    assert [d.values for d in learning_rates.space] == [[1e-4, 3e-4, 1e-3], [0, 1, 2, 3]]
 
 
 def test_comparison_table_over_seeds():
