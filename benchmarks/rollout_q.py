@@ -10,7 +10,8 @@ reused by a rerun, or read from ``--labels``), fits the network (OUT/q-network.z
 ``--pairs`` deal pairs (seed 12346) against ``rule`` and ``random``: greedy (the checkpoint alone) and, for each
 ``--margins`` value, as a *conservative* player, ``rule``'s move unless the network values another more than the
 margin above it. With ``--base``, the labels continue each move with that checkpoint instead of ``rule``
-(and the positions are its games against ``rule``): the next step of approximate policy iteration. OUT/report.json holds the data sizes, the held-out metrics and the evaluations.
+(and the positions are its games against ``rule``): the next step of approximate policy iteration.
+OUT/report.json holds the data sizes, the held-out metrics and the evaluations.
 """
 
 from __future__ import annotations
@@ -87,7 +88,8 @@ def main() -> None:
     checkpoint = save_model(model, args.out / "q-network.zip", {"belief": args.belief, "config": "rollout-q",
                                                                         "steps": 0})
     network = PPOPolicy.load(checkpoint)
-    report = {"base": str(args.base or "rule"), "positions": len(data["values"]), "labels": int(np.isfinite(data["values"]).sum()),
+    report = {"base": str(args.base or "rule"), "positions": len(data["values"]),
+              "labels": int(np.isfinite(data["values"]).sum()),
               "label_seconds": round(label_seconds, 1),
               **metrics, "evaluations": {}}
     players = {"greedy": network, **{f"conservative {m}": ConservativePlayer(network, m) for m in args.margins}}
