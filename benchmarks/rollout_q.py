@@ -83,7 +83,7 @@ def main() -> None:
         np.savez_compressed(labels, **dict(zip(("observations", "values", "base_moves"), arrays, strict=True)))
     data = np.load(labels)
     label_seconds = time.perf_counter() - started
-    model, metrics = fit(data["observations"], data["values"], torch.from_numpy(data["base_moves"]), args.epochs,
+    model, metrics = fit(data["observations"], data["values"], data["base_moves"], args.epochs,
                          args.seed, args.base_bonus, args.belief)
     checkpoint = save_model(model, args.out / "q-network.zip", {"belief": args.belief, "config": "rollout-q",
                                                                         "steps": 0})

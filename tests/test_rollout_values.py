@@ -70,10 +70,10 @@ def test_fit_learns_the_best_move_and_the_bonus_pulls_toward_the_rule_move():
     best = np.array([np.flatnonzero(row).max() for row in legal])
     synthetic = np.where(legal, 0.0, np.nan)
     synthetic[np.arange(len(best)), best] = 0.5
-    model, metrics = fit(observations, synthetic, torch.from_numpy(moves), epochs=40, seed=0)
+    model, metrics = fit(observations, synthetic, moves, epochs=40, seed=0)
     plain = _greedy_moves(model, observations, legal)
     assert (plain == best).mean() > 0.9
     assert metrics["held_out_value_of_network_move"] >= metrics["held_out_value_of_base_move"]
     # A bonus larger than any gain moves the network toward the rule player's moves.
-    biased, _ = fit(observations, synthetic, torch.from_numpy(moves), epochs=40, seed=0, base_bonus=1.0)
+    biased, _ = fit(observations, synthetic, moves, epochs=40, seed=0, base_bonus=1.0)
     assert (_greedy_moves(biased, observations, legal) == moves).mean() > (plain == moves).mean() + 0.2

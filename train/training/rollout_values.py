@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -115,27 +116,26 @@ def collect(games: int, seed: int, deck_orders: int, belief: BeliefKind,
     return np.array(observations), np.array(values), np.array(moves)
 
 
-def fit(observations: np.ndarray, values: np.ndarray, base_moves: torch.Tensor, epochs: int, seed: int,
-        base_bonus: float = 0.0, belief: BeliefKind = "none") -> tuple[MaskablePPO, dict]:
-    """A MaskablePPO network (256x256 tanh, ``belief`` features) whose logits regress ``SCALE`` x the values.
+def fit_values(policy: Any, observations: np.ndarray, values: np.ndarray, base_moves: np.ndarray, epochs: int,
+               seed: int, base_bonus: float = 0.0, learning_rate: float = 1e-3, batch_size: int = 512) -> dict:
+    """Fit a MaskablePPO policy's logits to ``SCALE`` x the move values, its critic to the base move's value.
 
     ``base_bonus`` is added to the value of the base player's move in the targets: another move must look that
-    much better to be played, so noise in the estimates does not replace a base move by an equal one.
-
-    Metrics on the held-out positions: the squared error, and the mean label of the network's move and of
-    the base player's move (the one-step gain the network finds, if the first is larger).
+    much better to be played, so noise in the estimates does not replace a base move by an equal one. The
+    critic learns the value of the position under the base player (the label of its move), a start for PPO.
+    A tenth of the positions is held out. Returns metrics on them: the squared error of the logits, and the mean
+    label of the network's move and of the base player's move (the one-step gain the network finds, if the
+    first is larger).
     """
-    model = MaskablePPO("MlpPolicy", UnoEnv(belief=belief), seed=seed, device="cpu",
-                        policy_kwargs={"net_arch": [256, 256], "activation_fn": torch.nn.Tanh})
-    policy = model.policy
     legal = torch.from_numpy(np.isfinite(values))
     targets = torch.from_numpy(np.nan_to_num(values).astype(np.float32) * SCALE)
+    moves = torch.from_numpy(np.asarray(base_moves, dtype=np.int64))
     bonus = torch.zeros_like(targets)
-    bonus[torch.arange(len(bonus)), base_moves] = base_bonus * SCALE
+    bonus[torch.arange(len(bonus)), moves] = base_bonus * SCALE
     inputs = torch.from_numpy(observations)
     order = np.random.default_rng(seed).permutation(len(inputs))
     held, train = torch.from_numpy(order[:len(order) // 10]), torch.from_numpy(order[len(order) // 10:])
-    optimizer = torch.optim.Adam(policy.parameters(), lr=1e-3)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
     generator = torch.Generator().manual_seed(seed)
 
     def logits(rows: torch.Tensor) -> torch.Tensor:
@@ -144,18 +144,30 @@ def fit(observations: np.ndarray, values: np.ndarray, base_moves: torch.Tensor, 
     def loss(rows: torch.Tensor) -> torch.Tensor:
         return ((logits(rows) - targets[rows] - bonus[rows]) ** 2)[legal[rows]].mean() / SCALE**2
 
+    def critic_loss(rows: torch.Tensor) -> torch.Tensor:
+        value = policy.value_net(policy.mlp_extractor.forward_critic(policy.extract_features(inputs[rows])))
+        return ((value.squeeze(-1) - targets[rows, moves[rows]] / SCALE) ** 2).mean()
+
     policy.train()
     for _ in range(epochs):
         shuffled = train[torch.randperm(len(train), generator=generator)]
-        for start in range(0, len(shuffled), 512):
-            batch_loss = loss(shuffled[start:start + 512])
+        for start in range(0, len(shuffled), batch_size):
+            rows = shuffled[start:start + batch_size]
+            batch_loss = loss(rows) + critic_loss(rows)  # separate actor and critic networks: two fits in one
             optimizer.zero_grad()
             batch_loss.backward()
             optimizer.step()
     policy.set_training_mode(False)
     with torch.no_grad():
         chosen = logits(held).masked_fill(~legal[held], -torch.inf).argmax(dim=1)
-        metrics = {"held_out_loss": float(loss(held)),
-                   "held_out_value_of_network_move": float(targets[held, chosen].mean() / SCALE),
-                   "held_out_value_of_base_move": float(targets[held, base_moves[held]].mean() / SCALE)}
-    return model, metrics
+        return {"held_out_loss": float(loss(held)), "held_out_critic_loss": float(critic_loss(held)),
+                "held_out_value_of_network_move": float(targets[held, chosen].mean() / SCALE),
+                "held_out_value_of_base_move": float(targets[held, moves[held]].mean() / SCALE)}
+
+
+def fit(observations: np.ndarray, values: np.ndarray, base_moves: np.ndarray, epochs: int, seed: int,
+        base_bonus: float = 0.0, belief: BeliefKind = "none") -> tuple[MaskablePPO, dict]:
+    """A new MaskablePPO network (256x256 tanh, ``belief`` features) fitted by :func:`fit_values`; its metrics."""
+    model = MaskablePPO("MlpPolicy", UnoEnv(belief=belief), seed=seed, device="cpu",
+                        policy_kwargs={"net_arch": [256, 256], "activation_fn": torch.nn.Tanh})
+    return model, fit_values(model.policy, observations, values, base_moves, epochs, seed, base_bonus)
