@@ -251,7 +251,7 @@ _ROLLOUT = {"teacher": "rule", "labels": "rollout-values"}
 
 
 @pytest.mark.parametrize("changes, parts", [
-    ({"pretrain": {**_ROLLOUT, "teacher": "random"}}, ["pretrain.teacher", "'random'", "'rule' or a checkpoint"]),
+    ({"pretrain": {**_ROLLOUT, "teacher": "search"}}, ["pretrain.teacher", "'search'", "'rule', 'random' or a"]),
     ({"pretrain": {**_ROLLOUT, "expert": "search"}}, ["pretrain.expert", "'search'", "labels: moves"]),
     ({"pretrain": {**_ROLLOUT, "rounds": 2}, "env": {"belief": "counting"}},
      ["pretrain.rounds", "env.belief must be none", "'counting'"]),

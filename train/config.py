@@ -133,8 +133,9 @@ class PretrainConfig:
     With ``labels: rollout-values`` (policy improvement, :mod:`train.training.rollout_values`), each round plays
     ``games`` games of a base player against ``rule`` and labels every move of every decision by rollouts on
     ``deck_orders`` deck orders; the student's logits regress the values (``base_bonus`` added to the base
-    player's move). The base player of round 1 is the teacher (``rule`` or a belief-``none`` checkpoint), of
-    each later round the student of the round before: approximate policy iteration.
+    player's move). The base player of round 1 is the teacher (``rule``, ``random``: from scratch, or a
+    belief-``none`` checkpoint), of each later round the student of the round before: approximate policy
+    iteration.
     """
 
     teacher: str | None = None
@@ -424,9 +425,9 @@ def _validate_rollout_values(config: TrainConfig) -> None:
     if config.policy.critic != "public":
         raise ConfigError(f"pretrain.labels: rollout-values fits a public critic, got policy.critic "
                           f"{config.policy.critic!r}")
-    if pretrain.teacher != "rule" and checkpoint_path(pretrain.teacher) is None:
-        raise ConfigError(f"pretrain.teacher: with labels: rollout-values the base player is 'rule' or a "
-                          f"checkpoint (belief none), got {pretrain.teacher!r}")
+    if pretrain.teacher not in ("rule", "random") and checkpoint_path(pretrain.teacher) is None:
+        raise ConfigError(f"pretrain.teacher: with labels: rollout-values the base player is 'rule', 'random' or "
+                          f"a checkpoint (belief none), got {pretrain.teacher!r}")
     if pretrain.rounds > 1 and config.env.belief != "none":
         raise ConfigError(f"pretrain.rounds > 1 with labels: rollout-values continues playouts with the student, "
                           f"which compiles only without belief features: env.belief must be none, got "

@@ -165,7 +165,8 @@ def improve(model: Any, config: TrainConfig, seed: int, workdir: Path) -> dict[s
     ``round_K/gain``: how much better the network's moves are than the base player's by the held-out labels.
     """
     settings = config.pretrain
-    base = None if settings.teacher == "rule" else str(checkpoint_path(settings.teacher))
+    base = settings.teacher if settings.teacher in rollout_values.BUILT_IN_BASES else str(
+        checkpoint_path(settings.teacher))
     workers = min(config.eval.workers, settings.games)
     shares = [settings.games // workers + (w < settings.games % workers) for w in range(workers)]
     metrics: dict[str, float] = {}

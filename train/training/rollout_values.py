@@ -14,8 +14,9 @@ docs/RESULTS.md, "Rollout improvement distilled":
   player who sees only that position faces (as a privileged critic uses hidden state in training, never in
   play).
 * :func:`collect`: the base player against ``rule``, recording the observation, the move values and the base
-  player's move at every decision with a choice. The base player is ``rule`` itself (the first step) or a
-  checkpoint, compiled into the playouts (:mod:`agents.compiled_actor`).
+  player's move at every decision with a choice. The base player is ``rule`` (the first step over the rule
+  player), ``random`` (policy iteration from scratch) or a checkpoint, compiled into the playouts
+  (:mod:`agents.compiled_actor`).
 * :func:`fit`: a MaskablePPO network whose logits regress the values (plus an optional bonus on the base
   player's move), so that it plays alone as a deterministic checkpoint.
 """
@@ -34,7 +35,7 @@ from agents.compiled_actor import actor_choice, actor_params
 from agents.ppo import PPOPolicy
 from uno_env.belief import BeliefKind
 from uno_env.cards import NUM_ACTIONS
-from uno_env.core import legal_actions_into, pack_state, rule_choice, seed_stream, simulate
+from uno_env.core import legal_actions_into, pack_state, random_choice, rule_choice, seed_stream, simulate
 from uno_env.env import UnoEnv
 from uno_env.game import Game
 from uno_env.match import play_game
@@ -45,6 +46,8 @@ from uno_env.view import PublicView
 #: Label scale in the logits: a move worth 0.1 more than another gets a logit 1 higher.
 SCALE = 10.0
 _MAX_ROLLOUT_ACTIONS = 5_000
+#: The base players built into the kernels, by name; any other base is a checkpoint's path.
+BUILT_IN_BASES = {"rule": rule_choice, "random": random_choice}
 
 
 def move_values(game: Game, deck_orders: int, rng: np.random.Generator, player: Callable = rule_choice,
@@ -74,14 +77,15 @@ class _Labeller:
     """Plays the base player on its seat and records (observation, move values, base move) at each decision
     with a choice."""
 
-    def __init__(self, deck_orders: int, belief: BeliefKind, base: str | Path | None) -> None:
+    def __init__(self, deck_orders: int, belief: BeliefKind, base: str | Path) -> None:
         self.needs = Needs(belief)  # the observations recorded carry these belief features
         self.deck_orders = deck_orders
         # The base player chooses through its compiled chooser, in real play as in the playouts.
-        self.player, self.params = (rule_choice, ()) if base is None else (
+        self.player, self.params = (BUILT_IN_BASES[base], ()) if base in BUILT_IN_BASES else (
             actor_choice, actor_params(PPOPolicy.load(base)))
         self.game: Game | None = None
         self.rng = np.random.default_rng()
+        self.stream = seed_stream(0)  # the random base player's draws in real play
         self.legal = np.empty(NUM_ACTIONS, dtype=np.int64)
         self.records: list[tuple[np.ndarray, np.ndarray, int]] = []
 
@@ -90,6 +94,7 @@ class _Labeller:
 
     def reset(self, seed: int | None = None) -> None:
         self.rng = np.random.default_rng(seed)
+        self.stream = seed_stream(int(self.rng.integers(2**63)))
 
     def act(self, view: PublicView) -> int:
         game = self.game
@@ -97,16 +102,16 @@ class _Labeller:
         n = legal_actions_into(state, self.legal)
         if n == 1:
             return int(self.legal[0])
-        move = int(self.player(state, self.legal, n, seed_stream(0), self.params))  # neither base draws randomly
+        move = int(self.player(state, self.legal, n, self.stream, self.params))
         values = move_values(game, self.deck_orders, self.rng, self.player, self.params)
         self.records.append((np.asarray(view.observation, np.float32), values.astype(np.float32), move))
         return move
 
 
 def collect(games: int, seed: int, deck_orders: int, belief: BeliefKind,
-            base: str | Path | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            base: str | Path = "rule") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Observations, move values and the base player's moves from ``games`` games against ``rule``, seats
-    alternating; the base player is ``rule`` (``base=None``) or the checkpoint at ``base`` (belief ``none``)."""
+    alternating; the base player is ``"rule"``, ``"random"`` or the path of a checkpoint (belief ``none``)."""
     labeller = _Labeller(deck_orders, belief, base)
     rng = np.random.default_rng(seed)
     for game in range(games):
