@@ -80,8 +80,8 @@ def test_fit_learns_the_best_move_and_the_bonus_pulls_toward_the_rule_move():
 
 
 def test_a_random_base_plays_varied_moves_and_labels_replay_for_a_seed():
-    first = collect(games=3, seed=2, deck_orders=1, belief="none", base="random")
-    again = collect(games=3, seed=2, deck_orders=1, belief="none", base="random")
+    first = collect(games=10, seed=2, deck_orders=1, belief="none", base="random")
+    again = collect(games=10, seed=2, deck_orders=1, belief="none", base="random")
     assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(first, again, strict=True))
     # random's moves spread over the legal ones: a stream restarted at every move would repeat one choice
     observations, _, moves = first
