@@ -11,7 +11,11 @@ Two layers:
 * **Kernels** over one game's state packed in an int64 vector (:func:`pack_state`, layout below): legal
   actions, a play, a draw with its reshuffle and the draw-impossible end, the rule-based player's decision
   (:func:`rule_action`, which :class:`~uno_env.opponents.RulePolicy` calls), and a playout to the end of the
-  game with a compiled chooser for each seat (:func:`playout`; :func:`simulate`, the search player's rollouts).
+  game with a built-in policy for each seat (:func:`playout`; :func:`simulate`, the search player's rollouts;
+  :func:`advance`, which stops where another player, compiled elsewhere, chooses).
+
+Why policies are codes, not compiled functions passed in: numba compiles a kernel for each function argument
+anew in every process (the cache does not recognise the function type again), which cost 8 s per process.
 
 Why :class:`~uno_env.game.Game` keeps Python lists instead of this packed state: a numba call costs about half a
 microsecond of dispatch and every read of a numpy scalar from Python about 0.2 µs, which would make the
@@ -49,6 +53,8 @@ from uno_env.cards import (
     card_rank,
 )
 
+#: Built-in policies of the playouts: uniformly random, and the rule player.
+RANDOM_POLICY, RULE_POLICY = 0, 1
 #: Outcome codes: a running game (the kernels' stand-in for ``Game.outcome is None``), a drawn game; else the
 #: winning seat.
 RUNNING, DRAWN = -2, -1
@@ -299,47 +305,52 @@ def rule_action(hand: np.ndarray, opponent_hand_size: int, legal: np.ndarray, n:
 
 
 @njit(cache=True)
-def random_choice(state: np.ndarray, legal: np.ndarray, n: int, stream: np.ndarray, params: tuple) -> int:
-    """A chooser (see :func:`playout`): a uniformly random legal action, as the ``random`` player."""
-    return legal[below(stream, n)]
-
-
-@njit(cache=True)
-def rule_choice(state: np.ndarray, legal: np.ndarray, n: int, stream: np.ndarray, params: tuple) -> int:
-    """A chooser (see :func:`playout`): the rule-based player's action for the seat to move."""
+def choose(state: np.ndarray, legal: np.ndarray, n: int, policy: int, stream: np.ndarray) -> int:
+    """The built-in ``policy``'s choice among ``legal[:n]`` for the seat to move: :data:`RULE_POLICY` (the rule
+    player) or :data:`RANDOM_POLICY` (uniform, drawing from ``stream``)."""
+    if policy == RANDOM_POLICY:
+        return legal[below(stream, n)]
     seat = state[CURRENT]
     hand = state[HANDS + _N * seat:HANDS + _N * (seat + 1)]
     return rule_action(hand, state[HAND_SIZES + 1 - seat], legal, n)
 
 
 @njit(cache=True)
-def playout(state: np.ndarray, choose0, choose1, params: tuple, stream: np.ndarray, max_actions: int) -> int:
-    """Play the game on until it ends, seat 0 choosing with ``choose0`` and seat 1 with ``choose1``.
+def advance(state: np.ndarray, stop_seat: int, policy0: int, policy1: int, stream: np.ndarray, legal: np.ndarray,
+            max_actions: int) -> int:
+    """Play on, seat 0 with built-in ``policy0`` and seat 1 with ``policy1``, until ``stop_seat`` has a choice.
 
-    A *chooser* is a compiled function ``(state, legal, n, stream, params) -> action`` picking one of
-    ``legal[:n]`` (n > 1) for the seat to move (``state[CURRENT]``): :func:`random_choice`, :func:`rule_choice`,
-    or one compiled elsewhere, such as a network's actor (:mod:`agents.compiled_actor`), reading its weights
-    from ``params``. Numba compiles one playout per pair of choosers. Returns the outcome; :data:`RUNNING` if
-    ``max_actions`` actions did not finish the game.
+    Forced moves (a single legal action) are played for ``stop_seat`` too. Returns how many legal actions
+    ``stop_seat`` has then (written to ``legal``), or 0 once the game is over or ``max_actions`` actions were
+    played. With ``stop_seat`` -1 it plays to the end (:func:`playout`); with a seat, a caller plays that seat's
+    choices with a policy compiled elsewhere (:mod:`agents.compiled_actor`).
     """
-    legal = np.empty(NUM_ACTIONS, dtype=np.int64)
     for _ in range(max_actions):
         if state[OUTCOME] != RUNNING:
-            break
+            return 0
         n = legal_actions_into(state, legal)
+        seat = state[CURRENT]
         if n == 1:
             action = legal[0]
-        elif state[CURRENT] == 0:
-            action = choose0(state, legal, n, stream, params)
+        elif seat == stop_seat:
+            return n
         else:
-            action = choose1(state, legal, n, stream, params)
+            action = choose(state, legal, n, policy0 if seat == 0 else policy1, stream)
         apply_action(state, action, stream)
+    return 0
+
+
+@njit(cache=True)
+def playout(state: np.ndarray, policy0: int, policy1: int, stream: np.ndarray, max_actions: int) -> int:
+    """Play until the game ends, seat 0 with ``policy0`` and seat 1 with ``policy1`` (:data:`RANDOM_POLICY` or
+    :data:`RULE_POLICY`). Returns the outcome; :data:`RUNNING` if ``max_actions`` actions did not finish it."""
+    legal = np.empty(NUM_ACTIONS, dtype=np.int64)
+    advance(state, -1, policy0, policy1, stream, legal, max_actions)
     return state[OUTCOME]
 
 
 @njit(cache=True)
-def simulate(state: np.ndarray, action: int, choose0, choose1, params: tuple, seed: np.uint64,
-             max_actions: int) -> int:
+def simulate(state: np.ndarray, action: int, policy0: int, policy1: int, seed: np.uint64, max_actions: int) -> int:
     """One search simulation: apply ``action`` to a copy of ``state``, then :func:`playout`; the outcome.
 
     The random stream starts from ``seed``, so the same world and seed replay the same simulation.
@@ -348,4 +359,4 @@ def simulate(state: np.ndarray, action: int, choose0, choose1, params: tuple, se
     stream = np.empty(1, dtype=np.uint64)
     stream[0] = seed
     apply_action(game, action, stream)
-    return playout(game, choose0, choose1, params, stream, max_actions)
+    return playout(game, policy0, policy1, stream, max_actions)

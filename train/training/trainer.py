@@ -539,7 +539,12 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
         model.logger.dump(0)
     callback.record = SessionRecord(run_dir, start_step, pretrain_metrics)
     if pretrain_metrics:
-        callback.save_checkpoint()  # step 0: the warm start alone, so what PPO adds to it can be measured
+        # Step 0: the warm start alone is kept, so what PPO adds to it can be measured, and evaluated with the
+        # others, so it competes for best_model.zip (PPO may make it worse).
+        if config.eval.every:
+            callback.run_evaluation()
+        else:
+            callback.save_checkpoint()
     try:
         callback.sync_opponents()
         remaining = config.total_timesteps - model.num_timesteps
