@@ -343,7 +343,7 @@ class UnoVectorEnv(VectorEnv):
     def _seeds(self, seed: int | Sequence[int] | None) -> list[int] | None:
         if seed is None:
             return None
-        if isinstance(seed, int | np.integer) and not isinstance(seed, bool):
+        if isinstance(seed, int | np.integer) and not isinstance(seed, bool) and seed >= 0:
             super().reset(seed=int(seed))  # self.np_random follows the seed, as in Gymnasium's vector envs
             return [int(seed) + i for i in range(self.num_envs)]
         seeds = list(seed) if isinstance(seed, Sequence | np.ndarray) else None
