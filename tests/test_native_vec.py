@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 from stable_baselines3.common.vec_env import VecMonitor
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from train.config import ConfigError, parse_config
 from train.training.native_vec import NativeVecEnv
-from train.training.trainer import build_vec_env
+from train.training.trainer import build_vec_env, train
 from uno_env.vector import UnoVectorEnv
 
 
@@ -90,3 +93,20 @@ def test_native_refuses_what_does_not_compile(changes: dict, named: str):
     with pytest.raises(ConfigError, match=named.replace(".", r"\.").replace("[", r"\[").replace("]", r"\]")):
         parse_config({**TINY, **changes})
     parse_config({**TINY, **changes, "vec_env": "dummy"})  # the same settings are fine with per-process envs
+
+
+def test_a_native_run_trains_through_the_opponent_schedule(tmp_path: Path):
+    config = {**TINY, "total_timesteps": 512, "n_envs": 16, "checkpoint_every": 256, "progress_bar": False,
+              "ppo": {"n_steps": 16, "batch_size": 128, "n_epochs": 1}, "policy": {"net_arch": [16]},
+              "opponents": [{"mix": {"random": 1}, "until": 0.5}, {"mix": {"rule": 1}}],
+              "eval": {"every": 256, "pairs": 2, "final_pairs": 2, "opponents": ["random"], "workers": 1,
+                       "belief_games": 0}}
+    train(parse_config(config), tmp_path / "run", quiet=True)
+    assert sorted(p.name for p in (tmp_path / "run" / "checkpoints").glob("*.zip")) == \
+        ["step_000000256.zip", "step_000000512.zip"]
+    events = EventAccumulator(str(tmp_path / "run" / "tb"), size_guidance={"scalars": 0})
+    events.Reload()
+    tags = events.Tags()["scalars"]
+    # Finished games reached the trainer labelled with their opponent, and the episodes were counted (the switch to
+    # the second phase's opponent is the adapter's set_opponent_mix, tested above; its games outlast this run).
+    assert {"train/win_rate/random", "rollout/ep_rew_mean", "eval/mean_win_rate"} <= set(tags)
