@@ -63,7 +63,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--epochs", type=int, default=15)
     parser.add_argument("--margins", type=float, nargs="+", default=[0.1, 0.2])
-    parser.add_argument("--base", type=Path, help="checkpoint (belief none) to improve on; default: rule")
+    parser.add_argument("--base", default="rule", help="player to improve on: rule, random or a checkpoint path "
+                                                          "(belief none)")
     parser.add_argument("--base-bonus", type=float, default=0.0, help="added to the base player's move in the targets")
     parser.add_argument("--pairs", type=int, default=500, help="deal pairs per evaluation (seed 12346)")
     parser.add_argument("--seed", type=int, default=11)
@@ -83,12 +84,12 @@ def main() -> None:
         np.savez_compressed(labels, **dict(zip(("observations", "values", "base_moves"), arrays, strict=True)))
     data = np.load(labels)
     label_seconds = time.perf_counter() - started
-    model, metrics = fit(data["observations"], data["values"], torch.from_numpy(data["base_moves"]), args.epochs,
+    model, metrics = fit(data["observations"], data["values"], data["base_moves"], args.epochs,
                          args.seed, args.base_bonus, args.belief)
     checkpoint = save_model(model, args.out / "q-network.zip", {"belief": args.belief, "config": "rollout-q",
                                                                         "steps": 0})
     network = PPOPolicy.load(checkpoint)
-    report = {"base": str(args.base or "rule"), "positions": len(data["values"]),
+    report = {"base": args.base, "positions": len(data["values"]),
               "labels": int(np.isfinite(data["values"]).sum()),
               "label_seconds": round(label_seconds, 1),
               **metrics, "evaluations": {}}
