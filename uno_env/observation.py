@@ -156,12 +156,15 @@ _COUNTING_SETS = np.array([[_POSITION_SETS[colour, rank] > 0 for rank in range(1
 _COPIES_INT = np.array(COPIES, dtype=np.int64)
 
 
+_LOG_FACTORIAL = np.array([math.lgamma(n + 1.0) for n in range(DECK_SIZE + 1)])
+
+
 @njit(cache=True)
 def _log_comb(n: int, k: int) -> float:
-    """``log C(n, k)``; ``-inf`` where C is 0."""
+    """``log C(n, k)`` for ``0 <= n <= 108``; ``-inf`` where C is 0."""
     if k < 0 or k > n:
         return -np.inf
-    return math.lgamma(n + 1.0) - math.lgamma(k + 1.0) - math.lgamma(n - k + 1.0)
+    return _LOG_FACTORIAL[n] - _LOG_FACTORIAL[k] - _LOG_FACTORIAL[n - k]
 
 
 @njit(cache=True)
