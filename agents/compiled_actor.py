@@ -24,6 +24,7 @@ from stable_baselines3.common.torch_layers import FlattenExtractor
 
 from agents.ppo import PPOPolicy
 from uno_env.observation import BASE_SIZE, encode_state_into
+from uno_env.vector import CompiledOpponent
 
 #: Hidden-layer activations :func:`actor_choice` computes, by code.
 TANH, RELU = 0, 1
@@ -88,3 +89,12 @@ def actor_choice(state: np.ndarray, legal: np.ndarray, n: int, stream: np.ndarra
         if logits[legal[i]] > logits[best]:
             best = legal[i]
     return best
+
+
+def compiled_opponent(policy: PPOPolicy) -> CompiledOpponent:
+    """``policy``'s actor as the opponent of the native vector env: ``UnoVectorEnv(n, opponent=...)``.
+
+    Its games are the ones :class:`~uno_env.env.UnoEnv` with ``opponent=policy`` plays from the same positions:
+    the same deterministic moves (tests/test_vector_env.py). Raises ``ValueError`` as :func:`actor_params` does.
+    """
+    return CompiledOpponent(policy.name, actor_choice, actor_params(policy))

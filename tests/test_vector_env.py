@@ -20,9 +20,13 @@ from gymnasium.vector import AutoresetMode
 from uno_testlib import deck_names, legal_by_rules, mask_set, same_cards
 
 import uno_env  # noqa: F401  (registers Uno-v0)
+from agents.compiled_actor import compiled_opponent
+from agents.ppo import PPOPolicy
 from uno_env.env import UnoEnv
 from uno_env.game import IllegalActionError
 from uno_env.vector import OPPONENTS, UnoVectorEnv
+
+CHECKPOINT = "models/rollout-q-none/model.zip"
 
 
 def make(num_envs: int = 8, **kwargs) -> UnoVectorEnv:
@@ -97,15 +101,22 @@ def test_long_random_play_keeps_the_cards_the_rules_and_the_encoding():
     assert checked > 2000 and ended > 30
 
 
-@pytest.mark.parametrize("belief", ["none", "counting"])
-def test_from_the_same_position_the_single_env_plays_the_same_game(belief: str):
-    """With the rule opponent, same positions and actions give the same trajectory until a reshuffle."""
-    env = make(10, opponent="rule", belief=belief)
+@pytest.mark.parametrize(("opponent", "belief"), [("rule", "none"), ("rule", "counting"), ("checkpoint", "none")])
+def test_from_the_same_position_the_single_env_plays_the_same_game(opponent: str, belief: str):
+    """With a deterministic opponent (the rule player, a checkpoint's actor compiled into the kernel), same positions
+    and actions give the same trajectory until a reshuffle."""
+    if opponent == "checkpoint":
+        policy = PPOPolicy.load(CHECKPOINT)
+        env = make(10, opponent=compiled_opponent(policy), belief=belief)
+        assert env.opponent_names[-1] == policy.name
+    else:
+        policy = opponent
+        env = make(10, opponent=opponent, belief=belief)
     rng = np.random.default_rng(2)
     obs, info = env.reset(seed=5)
     singles = {}
     for i in range(env.num_envs):
-        single, single_obs, _ = single_from(env, i, opponent="rule", belief=belief)
+        single, single_obs, _ = single_from(env, i, opponent=policy, belief=belief)
         np.testing.assert_allclose(obs[i], single_obs, rtol=0, atol=1e-6)
         singles[i] = single
     compared = finished = 0

@@ -26,7 +26,8 @@ in distribution only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,18 +42,33 @@ from uno_env.game import IllegalActionError
 from uno_env.observation import BASE_SIZE, SeatObserver, counting_features_into, encode_seat_into
 
 AGENT, OPPONENT = 0, 1
-#: The built-in opponents the kernel plays, by code (the index).
+#: The built-in opponents the kernel plays, by code (the index); a :class:`CompiledOpponent` has the next code.
 OPPONENTS: tuple[str, ...] = ("random", "rule")
-_RANDOM, _RULE = 0, 1
+_RANDOM, _RULE, _COMPILED = 0, 1, 2
 _FIRST_PLAYER = {"agent": AGENT, "opponent": OPPONENT, "random": -1}
 _AUTORESET = {AutoresetMode.NEXT_STEP: 0, AutoresetMode.SAME_STEP: 1, AutoresetMode.DISABLED: 2}
 _SAME_STEP = 1
 _NO_LIMIT = 2**62
 
 
+@dataclass(frozen=True)
+class CompiledOpponent:
+    """A player compiled into the kernel, to sit as the opponent: a chooser and the parameters it reads.
+
+    ``chooser`` is a numba-compiled function ``(state, legal, n, stream, params) -> action``, the protocol of
+    :func:`uno_env.core.playout`'s choosers; ``name`` labels its games (``info["opponent"]``). A checkpoint's actor
+    is one: :func:`agents.compiled_actor.compiled_opponent`.
+    """
+
+    name: str
+    chooser: Callable[..., int]
+    params: tuple
+
+
 # ---------------------------------------------------------------------------------------------- kernels
 @njit(cache=True)
-def _opponent_moves(state: np.ndarray, stream: np.ndarray, legal: np.ndarray, opponent: int) -> None:
+def _opponent_moves(state: np.ndarray, stream: np.ndarray, legal: np.ndarray, opponent: int, chooser,
+                    params: tuple) -> None:
     """The opponent's moves until the agent is to move or the game is over."""
     while state[core.OUTCOME] == core.RUNNING and state[core.CURRENT] == OPPONENT:
         n = core.legal_actions_into(state, legal)
@@ -60,6 +76,8 @@ def _opponent_moves(state: np.ndarray, stream: np.ndarray, legal: np.ndarray, op
             action = legal[0]
         elif opponent == _RULE:
             action = core.rule_choice(state, legal, n, stream, ())
+        elif opponent == _COMPILED:
+            action = chooser(state, legal, n, stream, params)
         else:
             action = core.random_choice(state, legal, n, stream, ())
         core.apply_action(state, action, stream)
@@ -67,7 +85,7 @@ def _opponent_moves(state: np.ndarray, stream: np.ndarray, legal: np.ndarray, op
 
 @njit(cache=True)
 def _new_game(state: np.ndarray, stream: np.ndarray, legal: np.ndarray, first_player: int,
-              opponent_cdf: np.ndarray) -> int:
+              opponent_cdf: np.ndarray, chooser, params: tuple) -> int:
     """Deal a game, draw its opponent from the mix and play the opponent's opening moves; returns the opponent."""
     while True:
         opponent = 0
@@ -76,7 +94,7 @@ def _new_game(state: np.ndarray, stream: np.ndarray, legal: np.ndarray, first_pl
             while u >= opponent_cdf[opponent]:
                 opponent += 1
         core.deal_into(state, stream, first_player)
-        _opponent_moves(state, stream, legal, opponent)
+        _opponent_moves(state, stream, legal, opponent, chooser, params)
         # Going first, the opponent may (very rarely: a hand of skips and reverses) go out before the agent's first
         # decision. A vector env cannot report a game that ended at its reset, so that deal is dealt again.
         if state[core.OUTCOME] == core.RUNNING:
@@ -99,13 +117,13 @@ def _observe(state: np.ndarray, legal: np.ndarray, obs: np.ndarray, mask: np.nda
 
 @njit(cache=True)
 def _reset_kernel(states: np.ndarray, streams: np.ndarray, opponents: np.ndarray, steps: np.ndarray,
-                  ended: np.ndarray, which: np.ndarray, opponent_cdf: np.ndarray, first_player: int, counting: bool,
-                  obs: np.ndarray, masks: np.ndarray) -> None:
+                  ended: np.ndarray, which: np.ndarray, opponent_cdf: np.ndarray, chooser, params: tuple,
+                  first_player: int, counting: bool, obs: np.ndarray, masks: np.ndarray) -> None:
     """New games in the sub-envs where ``which`` is set; every observation and mask written."""
     legal = np.empty(NUM_ACTIONS, dtype=np.int64)
     for i in range(states.shape[0]):
         if which[i]:
-            opponents[i] = _new_game(states[i], streams[i:i + 1], legal, first_player, opponent_cdf)
+            opponents[i] = _new_game(states[i], streams[i:i + 1], legal, first_player, opponent_cdf, chooser, params)
             steps[i] = 0
             ended[i] = False
         _observe(states[i], legal, obs[i], masks[i], counting)
@@ -113,10 +131,10 @@ def _reset_kernel(states: np.ndarray, streams: np.ndarray, opponents: np.ndarray
 
 @njit(cache=True)
 def _step_kernel(states: np.ndarray, streams: np.ndarray, opponents: np.ndarray, steps: np.ndarray,
-                 ended: np.ndarray, actions: np.ndarray, opponent_cdf: np.ndarray, first_player: int, max_steps: int,
-                 autoreset: int, counting: bool, obs: np.ndarray, masks: np.ndarray, rewards: np.ndarray,
-                 terminated: np.ndarray, truncated: np.ndarray, success: np.ndarray, illegal: np.ndarray,
-                 finished_by: np.ndarray, final_obs: np.ndarray) -> None:
+                 ended: np.ndarray, actions: np.ndarray, opponent_cdf: np.ndarray, chooser, params: tuple,
+                 first_player: int, max_steps: int, autoreset: int, counting: bool, obs: np.ndarray,
+                 masks: np.ndarray, rewards: np.ndarray, terminated: np.ndarray, truncated: np.ndarray,
+                 success: np.ndarray, illegal: np.ndarray, finished_by: np.ndarray, final_obs: np.ndarray) -> None:
     """One step of every sub-env (see :meth:`UnoVectorEnv.step`); ``masks`` holds the masks of the last step.
 
     ``finished_by[i]`` is the opponent code of a game that ended in this step, -1 elsewhere. An action outside the
@@ -130,14 +148,14 @@ def _step_kernel(states: np.ndarray, streams: np.ndarray, opponents: np.ndarray,
         terminated[i] = truncated[i] = success[i] = illegal[i] = False
         finished_by[i] = -1
         if ended[i]:  # next-step autoreset: the game ended in the last step, this step starts the next one
-            opponents[i] = _new_game(state, stream, legal, first_player, opponent_cdf)
+            opponents[i] = _new_game(state, stream, legal, first_player, opponent_cdf, chooser, params)
             steps[i] = 0
             ended[i] = False
         else:
             action = actions[i]
             if 0 <= action < NUM_ACTIONS and masks[i, action]:
                 core.apply_action(state, action, stream)
-                _opponent_moves(state, stream, legal, opponents[i])
+                _opponent_moves(state, stream, legal, opponents[i], chooser, params)
             else:
                 state[core.OUTCOME] = OPPONENT  # an illegal action loses the game (UnoEnv's illegal_action="lose")
                 illegal[i] = True
@@ -153,7 +171,7 @@ def _step_kernel(states: np.ndarray, streams: np.ndarray, opponents: np.ndarray,
                 finished_by[i] = opponents[i]
                 if autoreset == _SAME_STEP:
                     _observe(state, legal, final_obs[i], masks[i], counting)
-                    opponents[i] = _new_game(state, stream, legal, first_player, opponent_cdf)
+                    opponents[i] = _new_game(state, stream, legal, first_player, opponent_cdf, chooser, params)
                     steps[i] = 0
                 else:
                     ended[i] = True
@@ -193,13 +211,15 @@ class UnoVectorEnv(VectorEnv):
     * ``DISABLED``: ended sub-envs must be reset with ``reset(options={"reset_mask": mask})`` before the next step.
 
     ``info`` holds ``"action_mask"`` after every reset and step; after a step where games ended, ``"is_success"``
-    (the agent won) and ``"opponent"`` (the index in :data:`OPPONENTS` of who played it), each with its Gymnasium
+    (the agent won) and ``"opponent"`` (who played it: an index into :attr:`opponent_names`), each with its Gymnasium
     ``"_key"`` mask of the sub-envs whose game ended; ``"illegal_action"`` likewise when one was played.
 
     ## Arguments
     * ``num_envs``: N, a positive int.
-    * ``opponent``: ``"random"``, ``"rule"``, or a mix ``{"random": w, "rule": w}`` of non-negative weights (each
-      game's opponent drawn from it). Other players (checkpoints, search) need ``vectorization_mode="sync"``.
+    * ``opponent``: ``"random"``, ``"rule"``, a mix ``{"random": w, "rule": w}`` of non-negative weights (each
+      game's opponent drawn from it), or a :class:`CompiledOpponent` (a checkpoint trained with ``belief="none"``:
+      :func:`agents.compiled_actor.compiled_opponent`). Other players (search, belief checkpoints) need
+      ``vectorization_mode="sync"``.
     * ``first_player``: ``"agent"``, ``"opponent"`` or ``"random"`` (50/50, the default).
     * ``belief``: ``"none"`` or ``"counting"`` (the particle filter is not compiled: use ``"sync"`` for it).
     * ``illegal_action``: ``"lose"`` (the default, as ``UnoEnv``) or ``"raise"``
@@ -214,7 +234,7 @@ class UnoVectorEnv(VectorEnv):
     def __init__(
         self,
         num_envs: int,
-        opponent: str | Mapping[str, float] = "random",
+        opponent: str | Mapping[str, float] | CompiledOpponent = "random",
         first_player: str = "random",
         belief: str = "none",
         illegal_action: str = "lose",
@@ -297,12 +317,20 @@ class UnoVectorEnv(VectorEnv):
             raise ValueError(f"opponent mix needs a positive weight, got {dict(opponent)!r}")
         return mix
 
-    def set_opponent_mix(self, opponent: str | Mapping[str, float]) -> None:
+    def set_opponent_mix(self, opponent: str | Mapping[str, float] | CompiledOpponent) -> None:
         """Draw each next game's opponent from ``opponent`` (as the constructor's); games under way keep theirs."""
-        mix = self._mix(opponent)
-        cdf = np.cumsum([mix.get(name, 0.0) for name in OPPONENTS])
-        cdf /= cdf[-1]
-        cdf[-1] = 1.0  # exactly, whatever the rounding: every draw below 1 finds an opponent
+        if isinstance(opponent, CompiledOpponent):
+            mix, cdf = {opponent.name: 1.0}, np.array([0.0, 0.0, 1.0])
+            self._chooser, self._params = opponent.chooser, opponent.params
+            self.opponent_names = (*OPPONENTS, opponent.name)
+        else:
+            mix = self._mix(opponent)
+            cdf = np.cumsum([mix.get(name, 0.0) for name in OPPONENTS] + [0.0])
+            cdf /= cdf[-1]
+            cdf[len(OPPONENTS) - 1:] = 1.0  # exactly, whatever the rounding: every draw below 1 finds an opponent
+            # No compiled opponent: the kernel's chooser argument is a placeholder it never calls.
+            self._chooser, self._params = core.random_choice, ()
+            self.opponent_names = OPPONENTS
         self.opponent_mix: dict[str, float] = mix
         self._opponent_cdf = cdf
 
@@ -336,7 +364,8 @@ class UnoVectorEnv(VectorEnv):
         elif self._streams is None:
             self._streams = self.np_random.integers(0, 2**64, size=self.num_envs, dtype=np.uint64, endpoint=False)
         _reset_kernel(self._states, self._streams, self._opponents, self._steps, self._ended, which,
-                      self._opponent_cdf, _FIRST_PLAYER[self.first_player], self.belief == "counting", self._obs,
+                      self._opponent_cdf, self._chooser, self._params, _FIRST_PLAYER[self.first_player],
+                      self.belief == "counting", self._obs,
                       self._masks)
         return self._obs.copy(), {"action_mask": self._masks.copy()}
 
@@ -365,7 +394,7 @@ class UnoVectorEnv(VectorEnv):
         if self.illegal_action == "raise":
             self._check_legal(actions)
         _step_kernel(self._states, self._streams, self._opponents, self._steps, self._ended, actions,
-                     self._opponent_cdf, _FIRST_PLAYER[self.first_player],
+                     self._opponent_cdf, self._chooser, self._params, _FIRST_PLAYER[self.first_player],
                      _NO_LIMIT if self.max_episode_steps is None else self.max_episode_steps, mode,
                      self.belief == "counting", self._obs, self._masks, self._rewards, self._terminated,
                      self._truncated, self._success, self._illegal, self._finished_by, self._final_obs)

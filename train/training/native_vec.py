@@ -18,7 +18,7 @@ import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
-from uno_env.vector import OPPONENTS, UnoVectorEnv
+from uno_env.vector import UnoVectorEnv
 
 _WINNER = {1: "agent", -1: "opponent", 0: "draw"}
 
@@ -65,9 +65,10 @@ class NativeVecEnv(VecEnv):
         self._masks = info["action_mask"]
         dones = terminated | truncated
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        names = self.env.opponent_names
         for i in np.flatnonzero(dones):
             infos[i] = {"terminal_observation": info["final_obs"][i], "TimeLimit.truncated": bool(truncated[i]),
-                        "is_success": bool(info["is_success"][i]), "opponent": OPPONENTS[info["opponent"][i]]}
+                        "is_success": bool(info["is_success"][i]), "opponent": names[info["opponent"][i]]}
             if terminated[i]:  # UnoEnv's info["winner"]; a truncated game has none
                 infos[i]["winner"] = _WINNER[int(np.sign(rewards[i]))]
         return obs, rewards.astype(np.float32), dones, infos
