@@ -72,14 +72,16 @@ def _opponent_moves(state: np.ndarray, stream: np.ndarray, legal: np.ndarray, op
     """The opponent's moves until the agent is to move or the game is over."""
     while state[core.OUTCOME] == core.RUNNING and state[core.CURRENT] == OPPONENT:
         n = core.legal_actions_into(state, legal)
-        if n == 1:
-            action = legal[0]
-        elif opponent == _RULE:
-            action = core.rule_choice(state, legal, n, stream, ())
-        elif opponent == _COMPILED:
-            action = chooser(state, legal, n, stream, params)
-        else:
-            action = core.random_choice(state, legal, n, stream, ())
+        action = legal[0]
+        if n > 1:
+            if opponent == _RULE:
+                action = core.rule_choice(state, legal, n, stream, ())
+            elif opponent == _RANDOM:
+                action = core.random_choice(state, legal, n, stream, ())
+            # numba drops this branch when chooser is None (no compiled opponent): kernels whose arguments include
+            # a compiled function are not cached on disk, so the built-in opponents' kernels keep None here.
+            if chooser is not None and opponent == _COMPILED:
+                action = chooser(state, legal, n, stream, params)
         core.apply_action(state, action, stream)
 
 
@@ -328,8 +330,7 @@ class UnoVectorEnv(VectorEnv):
             cdf = np.cumsum([mix.get(name, 0.0) for name in OPPONENTS] + [0.0])
             cdf /= cdf[-1]
             cdf[len(OPPONENTS) - 1:] = 1.0  # exactly, whatever the rounding: every draw below 1 finds an opponent
-            # No compiled opponent: the kernel's chooser argument is a placeholder it never calls.
-            self._chooser, self._params = core.random_choice, ()
+            self._chooser, self._params = None, ()  # no compiled opponent (see _opponent_moves)
             self.opponent_names = OPPONENTS
         self.opponent_mix: dict[str, float] = mix
         self._opponent_cdf = cdf
