@@ -313,6 +313,13 @@ def test_gymnasium_vector_wrappers_run_on_it():
             assert set(np.unique(info["episode"]["r"][info["_episode"]])) <= {-1.0, 0.0, 1.0}
             episodes += int(info["_episode"].sum())
     assert episodes > 10
+    # DictInfoToList reads the "_key" masks: one info per sub-env, the game's result only where it ended.
+    env = gym.wrappers.vector.DictInfoToList(make(8))
+    _, infos = env.reset(seed=0)
+    for _ in range(150):
+        masks = np.stack([info["action_mask"] for info in infos])
+        _, _, terminated, _, infos = env.step(random_legal(masks, rng))
+        assert [("is_success" in info) for info in infos] == terminated.tolist()
 
 
 # ---------------------------------------------------------------------------------------------- bad actions
