@@ -26,6 +26,7 @@ from agents.ppo import PPOPolicy
 from uno_env.cards import NUM_ACTIONS
 from uno_env.core import OUTCOME, advance, apply_action
 from uno_env.observation import BASE_SIZE, encode_state_into
+from uno_env.vector import CompiledOpponent
 
 #: Hidden-layer activations :func:`actor_choice` computes, by code.
 TANH, RELU = 0, 1
@@ -111,3 +112,12 @@ def actor_simulate(state: np.ndarray, action: int, seat: int, other_policy: int,
             break
         apply_action(game, actor_choice(game, legal, n, params), stream)
     return game[OUTCOME]
+
+
+def compiled_opponent(policy: PPOPolicy) -> CompiledOpponent:
+    """``policy``'s actor as the opponent of the native vector env: ``UnoVectorEnv(n, opponent=...)``.
+
+    Its games are the ones :class:`~uno_env.env.UnoEnv` with ``opponent=policy`` plays from the same positions:
+    the same deterministic moves (tests/test_vector_env.py). Raises ``ValueError`` as :func:`actor_params` does.
+    """
+    return CompiledOpponent(policy.name, actor_choice, actor_params(policy))

@@ -41,6 +41,7 @@ from uno_env.cards import (
     DECK_SIZE,
     DRAW2,
     DRAW_ACTION,
+    HAND_SIZE,
     NUM_ACTIONS,
     NUM_CARD_TYPES,
     NUM_COLOURED_RANKS,
@@ -50,7 +51,9 @@ from uno_env.cards import (
     WILD,
     WILD_DRAW4,
     action_card,
+    card_colour,
     card_rank,
+    full_deck,
 )
 
 #: Built-in policies of the playouts: uniformly random, and the rule player.
@@ -234,11 +237,7 @@ def _reshuffle(state: np.ndarray, stream: np.ndarray) -> None:
     state[DISCARD_LEN] = 1
     deck_len += moved
     state[DECK_LEN] = deck_len
-    for i in range(deck_len - 1, 0, -1):  # Fisher-Yates
-        j = below(stream, i + 1)
-        card = state[DECK + i]
-        state[DECK + i] = state[DECK + j]
-        state[DECK + j] = card
+    _shuffle(state[DECK:DECK + deck_len], stream)
 
 
 @njit(cache=True)
@@ -360,3 +359,56 @@ def simulate(state: np.ndarray, action: int, policy0: int, policy1: int, seed: n
     stream[0] = seed
     apply_action(game, action, stream)
     return playout(game, policy0, policy1, stream, max_actions)
+
+
+# ---------------------------------------------------------------------- the deal (issue 12: the native vector env)
+_FULL_DECK = np.array(full_deck(), dtype=np.int64)
+_COLOUR_OF = tuple(card_colour(card) for card in range(_N))
+
+
+@njit(cache=True)
+def _shuffle(cards: np.ndarray, stream: np.ndarray) -> None:
+    """Fisher-Yates shuffle of ``cards`` in place from the stream (the reshuffle's and the deal's)."""
+    for i in range(len(cards) - 1, 0, -1):
+        j = below(stream, i + 1)
+        card = cards[i]
+        cards[i] = cards[j]
+        cards[j] = card
+
+
+@njit(cache=True)
+def deal_into(state: np.ndarray, stream: np.ndarray, first_player: int) -> None:
+    """Deal a fresh game into ``state`` as :meth:`~uno_env.game.Game.deal` does (RULES.md, "Set-up").
+
+    The same steps in the same order: shuffle the 108 cards, deal 7 to each seat in turn (seat 0 first) from
+    the deck's end, reshuffle the rest while a wild would start the pile, turn up the top card. The shuffles draw
+    from the kernel ``stream``, not a ``Generator``, so the same seed gives another game than ``Game.deal``'s.
+    ``first_player`` is the seat to move; -1 draws it from the stream (a coin flip).
+    """
+    if first_player < 0:
+        first_player = below(stream, 2)
+    state[:] = 0
+    deck = state[DECK:DECK + DECK_SIZE]
+    deck[:] = _FULL_DECK
+    _shuffle(deck, stream)
+    n = DECK_SIZE
+    for _ in range(HAND_SIZE):
+        for seat in range(2):
+            n -= 1
+            state[HANDS + _N * seat + deck[n]] += 1
+    while deck[n - 1] >= WILD:  # a wild may not start the pile: put it back, reshuffle, turn again
+        _shuffle(deck[:n], stream)
+    n -= 1
+    top = deck[n]
+    deck[n:] = 0  # the dealt cards' old slots: unused, as after pack_state
+    state[DECK_LEN] = n
+    state[DISCARD] = top
+    state[DISCARD_LEN] = 1
+    state[COUNTS + top] = 1
+    state[HAND_SIZES] = HAND_SIZE
+    state[HAND_SIZES + 1] = HAND_SIZE
+    state[COLOUR] = _COLOUR_OF[top]
+    state[TOP_RANK] = _RANK_OF[top]
+    state[PENDING] = 0
+    state[CURRENT] = first_player
+    state[OUTCOME] = RUNNING
