@@ -40,6 +40,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="particle counts of the policy-aware filters, if the opponent has a model")
     parser.add_argument("--plain", type=_positive, nargs="*", default=[],
                         help="particle counts of non-lazy filters (lazy=False); none by default")
+    parser.add_argument("--trajectory", type=_positive, nargs="*", default=[],
+                        help="particle counts of trajectory filters with the plain likelihood; none by default")
     parser.add_argument("--exact", action="store_true", help="compare with exact enumeration on small positions")
     parser.add_argument("--hands", type=_positive, default=5, help="--exact: cards per hand at the start")
     parser.add_argument("--deck", type=_positive, default=12, help="--exact: cards in the deck at the start")
@@ -58,7 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"command: python -m train.cli.belief_quality {' '.join(sys.argv[1:] if argv is None else argv)}")
     print(f"machine: {platform.machine()}, Python {platform.python_version()}, numpy {np.__version__}")
     common = {"games": args.games, "seed": args.seed, "tracked": args.tracked, "opponent": args.opponent,
-              "particles": args.particles, "aware": args.aware, "plain": args.plain, "workers": args.workers}
+              "particles": args.particles, "aware": args.aware, "plain": args.plain,
+              "trajectory": args.trajectory, "workers": args.workers}
     if args.exact:
         result = measure_exact(hand_size=args.hands, deck_size=args.deck, max_support=args.max_support, **common)
         used = result.counts > 0

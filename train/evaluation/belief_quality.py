@@ -48,6 +48,7 @@ import numpy as np
 from uno_env.belief.exact import ExactBelief
 from uno_env.belief.filters import CountingBelief, ParticleBelief
 from uno_env.belief.models import opponent_model
+from uno_env.belief.trajectory import TrajectoryBelief
 from uno_env.cards import NUM_CARD_TYPES, WILD, card_colour, full_deck
 from uno_env.game import Game
 from uno_env.match import play_game
@@ -74,14 +75,16 @@ class Spec:
 
 
 def tracker_specs(opponent: Policy, particles: Sequence[int] = (100, 1000), aware: Sequence[int] = (1000,),
-                  plain: Sequence[int] = ()) -> list[Spec]:
-    """Counting, then particle filters of each size, policy-aware ones (if the opponent has a model), plain ones."""
+                  plain: Sequence[int] = (), trajectory: Sequence[int] = ()) -> list[Spec]:
+    """Counting, then particle filters of each size: lazy plain-likelihood ones, policy-aware ones (if the
+    opponent has a model), non-lazy ones, and trajectory particles with the plain likelihood."""
     model = opponent_model(opponent)
     specs = [Spec("counting", lambda rng: CountingBelief())]
     specs += [Spec(f"particles N={n}", lambda rng, n=n: ParticleBelief(n, rng)) for n in particles]
     if model is not None:
-        specs += [Spec(f"policy-aware N={n}", lambda rng, n=n: ParticleBelief(n, rng, model=model)) for n in aware]
+        specs += [Spec(f"policy-aware N={n}", lambda rng, n=n: TrajectoryBelief(n, rng, model=model)) for n in aware]
     specs += [Spec(f"plain N={n}", lambda rng, n=n: ParticleBelief(n, rng, lazy=False)) for n in plain]
+    specs += [Spec(f"trajectory N={n}", lambda rng, n=n: TrajectoryBelief(n, rng)) for n in trajectory]
     return specs
 
 
@@ -205,7 +208,7 @@ class QualityResult:
 
 def measure_quality(games: int = 200, seed: int = 0, tracked: str = "random", opponent: str = "random",
                     particles: Sequence[int] = (100, 1000), aware: Sequence[int] = (1000,),
-                    plain: Sequence[int] = (), workers: int = 1) -> QualityResult:
+                    plain: Sequence[int] = (), trajectory: Sequence[int] = (), workers: int = 1) -> QualityResult:
     """Score every belief on ``games`` seeded games (module docstring); the tracked seat is seat 0.
 
     Args:
@@ -217,7 +220,8 @@ def measure_quality(games: int = 200, seed: int = 0, tracked: str = "random", op
     """
     seeds = _game_seeds(seed, games).tolist()
     firsts = [g % 2 for g in range(games)]
-    spec_args = {"particles": tuple(particles), "aware": tuple(aware), "plain": tuple(plain)}
+    spec_args = {"particles": tuple(particles), "aware": tuple(aware), "plain": tuple(plain),
+                 "trajectory": tuple(trajectory)}
     names = [spec.name for spec in tracker_specs(make_policy(opponent), **spec_args)]
     start = time.perf_counter()
     parts = _map(_played_games, [(tracked, opponent, spec_args, seeds[c], firsts[c])
@@ -335,12 +339,14 @@ class ExactResult:
 
 def measure_exact(games: int = 300, seed: int = 0, tracked: str = "random", opponent: str = "random",
                   hand_size: int = 5, deck_size: int = 12, particles: Sequence[int] = (100, 1000),
-                  aware: Sequence[int] = (1000,), plain: Sequence[int] = (), max_support: int = 50_000,
+                  aware: Sequence[int] = (1000,), plain: Sequence[int] = (), trajectory: Sequence[int] = (),
+                  max_support: int = 50_000,
                   workers: int = 1) -> ExactResult:
     """Compare every belief with exact enumeration on games started from small random positions (module docstring)."""
     seeds = _game_seeds(seed, games).tolist()
     firsts = [g % 2 for g in range(games)]
-    spec_args = {"particles": tuple(particles), "aware": tuple(aware), "plain": tuple(plain)}
+    spec_args = {"particles": tuple(particles), "aware": tuple(aware), "plain": tuple(plain),
+                 "trajectory": tuple(trajectory)}
     rival = make_policy(opponent)
     names = [spec.name for spec in tracker_specs(rival, **spec_args)] + ["exact"]
     references = ["exact"]
