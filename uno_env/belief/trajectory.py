@@ -46,6 +46,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from uno_env.belief.filters import feature_sets_at
 from uno_env.belief.models import PLAIN_MODEL, RANDOM_MODEL, OpponentModel, action_likelihood
 from uno_env.belief.tracker import Decision, PublicTracker
 from uno_env.cards import NUM_CARD_TYPES, NUM_COLOURS, PLAYABLE, card_rank
@@ -53,7 +54,8 @@ from uno_env.core import below
 from uno_env.view import PublicView
 
 # Event log: one int64 row per event; the pool just before the event fills the last 54 columns.
-KIND, CARD, ACTION, COLOUR, RANK, OPP, SLOT, POOL = range(8)
+# HAND is the opponent's hand size before the event (where a restart from counting begins), OPP ours.
+KIND, CARD, ACTION, COLOUR, RANK, OPP, HAND, SLOT, POOL = range(9)
 LOG_WIDTH = POOL + NUM_CARD_TYPES
 #: Event kinds of the log: the opponent gets one card from the deck (a slot), we draw a known card, the
 #: opponent plays, the opponent draws voluntarily (it held no playable card).
@@ -96,7 +98,7 @@ def _deck_draw(log: np.ndarray, e: int, hand: np.ndarray, stream: np.ndarray) ->
 
 @njit(cache=True)
 def _holds_playable(hand: np.ndarray, colour: int, rank: int) -> bool:
-    for t in range(NUM_CARD_TYPES):
+    for t in range(NUM_CARD_TYPES):  # noqa: SIM110 (numba compiles the loop, not any() over a generator)
         if hand[t] > 0 and _PLAYABLE_TYPE[colour, rank, t]:
             return True
     return False
@@ -183,9 +185,9 @@ def _changed_factors(log: np.ndarray, start: int, stop: int, slots: np.ndarray, 
     ratio = 1.0
     for e in range(start, stop):
         kind = log[e, KIND]
-        if kind == SLOT_EVENT or kind == OWN_DRAW:
-            x = slots[log[e, SLOT]] if kind == SLOT_EVENT else log[e, CARD]
-            if x == a or x == b:
+        if kind in (SLOT_EVENT, OWN_DRAW):
+            x = np.int64(slots[log[e, SLOT]]) if kind == SLOT_EVENT else log[e, CARD]
+            if x in (a, b):
                 after = log[e, POOL + x] - new[x]
                 if after <= 0:
                     return 0.0
@@ -215,7 +217,7 @@ def _move(log: np.ndarray, n_events: int, slot_events: np.ndarray, n_slots: int,
     """One Metropolis-Hastings move of one particle (``slots``, current ``hand``): replace or swap (module doc)."""
     if n_slots < 2 or _uniform(stream) < 0.5:
         i = below(stream, n_slots)
-        a = slots[i]
+        a = np.int64(slots[i])
         e_i = slot_events[i]
         _hand_before(log, slots, e_i, old)
         b = _deck_draw(log, e_i, old, stream)
@@ -235,7 +237,7 @@ def _move(log: np.ndarray, n_events: int, slot_events: np.ndarray, n_slots: int,
     j += j >= i
     if j < i:
         i, j = j, i
-    a, b = slots[i], slots[j]
+    a, b = np.int64(slots[i]), np.int64(slots[j])
     if a == b:
         return False
     e_i, e_j = slot_events[i], slot_events[j]
@@ -260,20 +262,28 @@ def _move(log: np.ndarray, n_events: int, slot_events: np.ndarray, n_slots: int,
 
 
 @njit(cache=True)
-def _rejuvenate(log: np.ndarray, n_events: int, slot_events: np.ndarray, n_slots: int, slots: np.ndarray,
-                hands: np.ndarray, w: np.ndarray, model: int, moves: int, stream: np.ndarray, slots_buf: np.ndarray,
-                hands_buf: np.ndarray, old: np.ndarray, new: np.ndarray, legal: np.ndarray,
-                stats: np.ndarray) -> None:
-    """Resample, then ``moves`` moves per particle targeting the posterior of events ``0..n_events-1``."""
-    _resample(w, slots, hands, n_slots, slots_buf, hands_buf, stream)
-    stats[RESAMPLES] += 1
+def _move_all(log: np.ndarray, n_events: int, slot_events: np.ndarray, n_slots: int, slots: np.ndarray,
+              hands: np.ndarray, model: int, moves: int, stream: np.ndarray, old: np.ndarray, new: np.ndarray,
+              legal: np.ndarray, stats: np.ndarray) -> None:
+    """``moves`` moves of every particle targeting the posterior of events ``0..n_events-1``."""
     if n_slots == 0:
         return
-    for p in range(len(w)):
+    for p in range(len(hands)):
         for _ in range(moves):
             stats[ACCEPTED] += _move(log, n_events, slot_events, n_slots, slots[p], hands[p], model, stream, old,
                                      new, legal)
         stats[PROPOSED] += moves
+
+
+@njit(cache=True)
+def _rejuvenate(log: np.ndarray, n_events: int, slot_events: np.ndarray, n_slots: int, slots: np.ndarray,
+                hands: np.ndarray, w: np.ndarray, model: int, moves: int, stream: np.ndarray, slots_buf: np.ndarray,
+                hands_buf: np.ndarray, old: np.ndarray, new: np.ndarray, legal: np.ndarray,
+                stats: np.ndarray) -> None:
+    """Resample, then :func:`_move_all`."""
+    _resample(w, slots, hands, n_slots, slots_buf, hands_buf, stream)
+    stats[RESAMPLES] += 1
+    _move_all(log, n_events, slot_events, n_slots, slots, hands, model, moves, stream, old, new, legal, stats)
 
 
 @njit(cache=True)
@@ -358,7 +368,7 @@ class TrajectoryBelief(PublicTracker):
     """
 
     def __init__(self, n_particles: int, rng: np.random.Generator, model: OpponentModel | None = None,
-                 moves: int = 10, ess_threshold: float = 0.5, retries: int = 3) -> None:
+                 moves: int = 40, ess_threshold: float = 0.5, retries: int = 3) -> None:
         self.n_particles = n_particles
         self.rng = rng
         self.model = model
@@ -374,6 +384,7 @@ class TrajectoryBelief(PublicTracker):
         self._legal = np.zeros(60, np.int64)
         self._w_before = np.zeros(n_particles)
         self._hands_buf = np.zeros((n_particles, NUM_CARD_TYPES), np.int64)
+        self._features: np.ndarray | None = None
 
     # ------------------------------------------------------------------ tracking
     def reset(self, view: PublicView) -> None:
@@ -381,6 +392,8 @@ class TrajectoryBelief(PublicTracker):
         self._start(view)
         self._stream = np.array([self.rng.integers(0, 2**63)], dtype=np.uint64)
         self._restart()
+        self._run(fresh=True)
+        self._features = None
 
     def update(self, view: PublicView) -> None:
         """Apply the view's events (everything public since the previous call)."""
@@ -388,48 +401,64 @@ class TrajectoryBelief(PublicTracker):
             self._apply(event)
         self._verify(view)
         self._filter()
+        self._features = None
 
-    def _restart(self) -> None:
-        """Forget the history: the opponent's hand is a uniform subset of the pool now (card counting)."""
+    def _restart(self, keep_from: int | None = None) -> None:
+        """Forget the history before event ``keep_from`` (``None``: all of it): the opponent's hand is then a
+        uniform subset of the pool (card counting), and the kept events follow."""
+        if keep_from is None or keep_from == self._events:
+            kept, size, pool = np.zeros((0, LOG_WIDTH), np.int64), self.opp_size, self.pool
+        else:
+            kept = self._log[keep_from:self._events].copy()
+            size, pool = kept[0, HAND], kept[0, POOL:]
         self._log = np.zeros((64, LOG_WIDTH), np.int64)
         self._slot_events = np.zeros(16, np.int64)
-        self._events = self._slots_used = self._done = 0
+        self._events = self._slots_used = 0
         self._slots = np.zeros((self.n_particles, 16), np.int8)
         self._slots_buf = np.zeros_like(self._slots)
-        for _ in range(self.opp_size):
-            self._event(SLOT_EVENT)
-        self._fresh()
+        deal = np.zeros(LOG_WIDTH, np.int64)
+        deal[KIND], deal[POOL:] = SLOT_EVENT, pool
+        for i in range(size):
+            deal[HAND] = i
+            self._append(deal)
+        self._deal_size = int(size)
+        for row in kept:
+            self._append(row)
 
-    def _fresh(self) -> None:
-        """Filter the whole log again with fresh particles; ``_Depleted`` if an event defeats them too."""
-        self._hands = np.zeros((self.n_particles, NUM_CARD_TYPES), np.int64)
-        self._w = np.ones(self.n_particles)
-        self._done = 0
-        if self._run() >= 0:
-            raise _Depleted
-
-    def _event(self, kind: int, card: int = 0, action: int = 0, decision: Decision | None = None) -> None:
+    def _append(self, row: np.ndarray) -> None:
+        """Add an event row to the log (a slot gets the next slot index)."""
         if self._events == len(self._log):
             self._log = np.vstack((self._log, np.zeros_like(self._log)))
-        row = self._log[self._events]
-        row[KIND], row[CARD], row[ACTION] = kind, card, action
-        row[COLOUR], row[RANK] = self.colour, card_rank(self.top)
-        if decision is not None:
-            row[OPP] = decision.opponent_hand_size
-        row[POOL:] = self.pool
-        if kind == SLOT_EVENT:
+        self._log[self._events] = row
+        if row[KIND] == SLOT_EVENT:
             if self._slots_used == len(self._slot_events):
                 self._slot_events = np.concatenate((self._slot_events, np.zeros_like(self._slot_events)))
                 grown = np.zeros((self.n_particles, 2 * self._slots.shape[1]), np.int8)
                 grown[:, :self._slots.shape[1]] = self._slots
                 self._slots, self._slots_buf = grown, np.zeros_like(grown)
-            row[SLOT] = self._slots_used
+            self._log[self._events, SLOT] = self._slots_used
             self._slot_events[self._slots_used] = self._events
             self._slots_used += 1
         self._events += 1
 
-    def _run(self) -> int:
-        """Filter the events not filtered yet; -1, or the index of the event no particle explains."""
+    def _event(self, kind: int, card: int = 0, action: int = 0, decision: Decision | None = None,
+               drawn: int = 0) -> None:
+        """Log a public event at the current public state (``drawn``: cards of the same draw logged before)."""
+        row = np.zeros(LOG_WIDTH, np.int64)
+        row[KIND], row[CARD], row[ACTION] = kind, card, action
+        row[COLOUR], row[RANK] = self.colour, card_rank(self.top)
+        row[OPP] = 0 if decision is None else decision.opponent_hand_size
+        row[HAND] = self.opp_size + drawn
+        row[POOL:] = self.pool
+        self._append(row)
+
+    def _run(self, fresh: bool = False) -> int:
+        """Filter the events not filtered yet (all of them with fresh particles); -1, or the index of the
+        event no particle explains."""
+        if fresh:
+            self._hands = np.zeros((self.n_particles, NUM_CARD_TYPES), np.int64)
+            self._w = np.ones(self.n_particles)
+            self._done = 0
         failed = _advance(self._log, self._done, self._events, self._slot_events, self._slots, self._hands, self._w,
                           self.model_code, self.moves, self.ess_threshold, self.retries, self._stream,
                           self._w_before, self._slots_buf, self._hands_buf, self._old, self._new, self._legal,
@@ -438,14 +467,19 @@ class TrajectoryBelief(PublicTracker):
         return failed
 
     def _filter(self) -> None:
+        """Filter the new events; on depletion replay the history, else forget it (module docstring)."""
         if self._run() < 0:
             return
-        try:
-            self._fresh()
+        failed = self._run(fresh=True)
+        if failed < 0:
             self.recoveries += 1
-        except _Depleted:
-            self.fallbacks += 1
-            self._restart()
+            return
+        self.fallbacks += 1
+        while failed >= 0:
+            # Card counting at the event no particle explains; an event that even counting cannot explain (input
+            # that contradicts itself) is dropped.
+            self._restart(failed + 1 if failed == self._deal_size else failed)
+            failed = self._run(fresh=True)
 
     # Hooks of PublicTracker: each public event becomes a row of the log (the pool is still before the event).
     def _own_draw(self, card: int) -> None:
@@ -457,8 +491,8 @@ class TrajectoryBelief(PublicTracker):
     def _opp_draw(self, count: int, playable: tuple[int, ...] | None) -> None:
         if playable is not None:
             self._event(NO_PLAYABLE)
-        for _ in range(count):
-            self._event(SLOT_EVENT)
+        for drawn in range(count):
+            self._event(SLOT_EVENT, drawn=drawn)
 
     # ------------------------------------------------------------------ answers
     def stats(self) -> dict[str, int]:
@@ -473,6 +507,16 @@ class TrajectoryBelief(PublicTracker):
     def hands(self) -> tuple[np.ndarray, np.ndarray]:
         """The particles' current hands (N x 54) and normalized weights (read-only views)."""
         return self._hands, self._w / self._w.sum()
+
+    def features(self) -> np.ndarray:
+        """The belief features (float32, :data:`~uno_env.belief.filters.FEATURE_NAMES` order): expected counts,
+        then ``P(holds a card of the set)`` of each probability channel."""
+        if self._features is None:
+            sets = feature_sets_at(self.top, self.colour).astype(np.bool_)
+            expected, none = np.zeros(NUM_CARD_TYPES), np.zeros(sets.shape[1])
+            _summaries(self._hands, self._w, sets, expected, none)
+            self._features = np.concatenate((expected, np.clip(1.0 - none, 0.0, 1.0))).astype(np.float32)
+        return self._features.copy()
 
     def expected_counts(self) -> np.ndarray:
         """``E[count of each card type in the opponent's hand]``, float64 (54,)."""
@@ -499,7 +543,3 @@ class TrajectoryBelief(PublicTracker):
     def sample_hands(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` opponent hands (int64 rows of 54 counts) drawn from the particles by weight."""
         return self._hands[rng.choice(self.n_particles, size=n, p=self._w / self._w.sum())].copy()
-
-
-class _Depleted(Exception):
-    """No particle explains an event even after the rescue rounds."""
