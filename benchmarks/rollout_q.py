@@ -1,14 +1,17 @@
-"""One step of rollout policy improvement over the rule player, distilled into a network, end to end.
+"""A step of rollout policy improvement over a base player (``rule``, or a checkpoint), distilled into a network.
 
-    python benchmarks/rollout_q.py --games 20000 --deck-orders 4 --workers 2 --epochs 10 --rule-bonus 0.1 \
-        --margins 0.1 --pairs 1000 --seed 21 --out runs/rollout-q-none      # the shipped models/rollout-q-none
+    python benchmarks/rollout_q.py --games 20000 --deck-orders 4 --workers 2 --epochs 10 --base-bonus 0.1 \
+        --margins 0.1 --pairs 1000 --seed 21 --out runs/rollout-q-none      # the first step, over rule
+    python benchmarks/rollout_q.py --base runs/rollout-q-none/q-network.zip ...  # a second step, over it
 
 The method is :mod:`train.training.rollout_values` (labels by rollouts from the true position, a network fitted
 to them). This program labels ``--games`` games in each of ``--workers`` processes (saved as OUT/labels.npz and
 reused by a rerun, or read from ``--labels``), fits the network (OUT/q-network.zip), and evaluates it on
 ``--pairs`` deal pairs (seed 12346) against ``rule`` and ``random``: greedy (the checkpoint alone) and, for each
 ``--margins`` value, as a *conservative* player, ``rule``'s move unless the network values another more than the
-margin above it. OUT/report.json holds the data sizes, the held-out metrics and the evaluations.
+margin above it. With ``--base``, the labels continue each move with that checkpoint instead of ``rule``
+(and the positions are its games against ``rule``): the next step of approximate policy iteration.
+OUT/report.json holds the data sizes, the held-out metrics and the evaluations.
 """
 
 from __future__ import annotations
@@ -60,7 +63,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--epochs", type=int, default=15)
     parser.add_argument("--margins", type=float, nargs="+", default=[0.1, 0.2])
-    parser.add_argument("--rule-bonus", type=float, default=0.0, help="added to rule's move in the targets")
+    parser.add_argument("--base", default="rule", help="player to improve on: rule, random or a checkpoint path "
+                                                          "(belief none)")
+    parser.add_argument("--base-bonus", type=float, default=0.0, help="added to the base player's move in the targets")
     parser.add_argument("--pairs", type=int, default=500, help="deal pairs per evaluation (seed 12346)")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--out", type=Path, required=True)
@@ -74,18 +79,18 @@ def main() -> None:
         with ProcessPoolExecutor(args.workers) as pool:
             seeds = [args.seed + w for w in range(args.workers)]
             parts = list(pool.map(collect, [args.games] * args.workers, seeds, [args.deck_orders] * args.workers,
-                                  [args.belief] * args.workers))
+                                  [args.belief] * args.workers, [args.base] * args.workers))
         arrays = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
-        np.savez_compressed(labels, **dict(zip(("observations", "values", "rule_moves"), arrays, strict=True)))
+        np.savez_compressed(labels, **dict(zip(("observations", "values", "base_moves"), arrays, strict=True)))
     data = np.load(labels)
     label_seconds = time.perf_counter() - started
-    model, metrics = fit(data["observations"], data["values"], torch.from_numpy(data["rule_moves"]), args.epochs,
-                         args.seed, args.rule_bonus,
-                         args.belief)
+    model, metrics = fit(data["observations"], data["values"], data["base_moves"], args.epochs,
+                         args.seed, args.base_bonus, args.belief)
     checkpoint = save_model(model, args.out / "q-network.zip", {"belief": args.belief, "config": "rollout-q",
                                                                         "steps": 0})
     network = PPOPolicy.load(checkpoint)
-    report = {"positions": len(data["values"]), "labels": int(np.isfinite(data["values"]).sum()),
+    report = {"base": args.base, "positions": len(data["values"]),
+              "labels": int(np.isfinite(data["values"]).sum()),
               "label_seconds": round(label_seconds, 1),
               **metrics, "evaluations": {}}
     players = {"greedy": network, **{f"conservative {m}": ConservativePlayer(network, m) for m in args.margins}}

@@ -247,6 +247,28 @@ def test_unknown_teacher(teacher: str):
     assert_names(error_of(with_(pretrain={"teacher": teacher})), "pretrain.teacher", repr(teacher), "unknown player")
 
 
+_ROLLOUT = {"teacher": "rule", "labels": "rollout-values"}
+
+
+@pytest.mark.parametrize("changes, parts", [
+    ({"pretrain": {**_ROLLOUT, "teacher": "search"}}, ["pretrain.teacher", "'search'", "'rule', 'random' or a"]),
+    ({"pretrain": {**_ROLLOUT, "expert": "search"}}, ["pretrain.expert", "'search'", "labels: moves"]),
+    ({"pretrain": {**_ROLLOUT, "rounds": 2}, "env": {"belief": "counting"}},
+     ["pretrain.rounds", "env.belief must be none", "'counting'"]),
+    ({"pretrain": _ROLLOUT, "policy": {"critic": "privileged"}}, ["policy.critic", "'privileged'"]),
+    ({"pretrain": {**_ROLLOUT, "deck_orders": 0}}, ["pretrain.deck_orders", "0"]),
+    ({"pretrain": {**_ROLLOUT, "labels": "values"}}, ["pretrain.labels", "'values'", "'rollout-values'"]),
+])
+def test_rollout_value_labels_refuse_what_they_cannot_compile(changes: dict[str, Any], parts: list[str]):
+    assert_names(error_of(with_(**changes)), *parts)
+
+
+def test_rollout_value_labels_accept_rule_and_a_belief_none_checkpoint_with_several_rounds():
+    config = parse_config(with_(pretrain={**_ROLLOUT, "teacher": "rollout-q-none", "rounds": 3}))
+    assert config.pretrain.labels == "rollout-values" and config.pretrain.deck_orders == 4
+    assert parse_config(with_(pretrain=_ROLLOUT, env={"belief": "counting"})).pretrain.rounds == 1
+
+
 # ------------------------------------------------------------------------------------ files and overrides
 def test_missing_file(tmp_path: Path):
     with pytest.raises(ConfigError, match="does not exist") as raised:

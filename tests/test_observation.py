@@ -14,7 +14,10 @@ import numpy as np
 import pytest
 from uno_testlib import COLOUR_ORDER, capped, card_type, counts_of, deck_names, mask_set, scenario
 
-from uno_env import UnoEnv
+from uno_env import UnoEnv, core
+from uno_env.game import Game
+from uno_env.observation import encode_base, encode_state_into
+from uno_env.view import RESHUFFLE
 
 #: (channel, size) in flat order, from the module table of uno_env/observation.py.
 LAYOUT = (("hand", 54), ("legal", 61), ("top", 54), ("active_colour", 4), ("pending_draw", 2),
@@ -206,3 +209,25 @@ def test_dict_observation_holds_the_same_channels():
     assert list(named) == [name for name, _ in LAYOUT]
     for name, channel in decode(flat).items():
         assert np.array_equal(named[name], channel), name
+
+
+def test_the_kernel_state_encoding_equals_the_view_encoding_in_long_random_play():
+    """encode_state_into (compiled playouts' observations) gives encode_base's vector at every decision."""
+    rng = np.random.default_rng(5)
+    legal, out = np.empty(61, dtype=np.int64), np.empty(BASE, dtype=np.float32)
+    compared = pending = reshuffled = 0
+    for seed in range(150):
+        game = Game.deal(np.random.default_rng(seed), seed % 2)
+        for _ in capped():
+            if game.done:
+                break
+            state = core.pack_state(game.hands, game.deck, game.discard, game.active_colour, game.current,
+                                    game.pending_draw)
+            encode_state_into(state, legal, core.legal_actions_into(state, legal), out)
+            assert (out == encode_base(game.observe(game.current))).all()
+            compared += 1
+            pending += game.pending_draw > 0
+            actions = game.legal_actions()
+            game.step(actions[rng.integers(len(actions))])
+        reshuffled += any(event[0] == RESHUFFLE for event in game.events)
+    assert compared > 3000 and pending > 50 and reshuffled >= 3

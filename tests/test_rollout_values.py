@@ -70,10 +70,20 @@ def test_fit_learns_the_best_move_and_the_bonus_pulls_toward_the_rule_move():
     best = np.array([np.flatnonzero(row).max() for row in legal])
     synthetic = np.where(legal, 0.0, np.nan)
     synthetic[np.arange(len(best)), best] = 0.5
-    model, metrics = fit(observations, synthetic, torch.from_numpy(moves), epochs=40, seed=0)
+    model, metrics = fit(observations, synthetic, moves, epochs=40, seed=0)
     plain = _greedy_moves(model, observations, legal)
     assert (plain == best).mean() > 0.9
-    assert metrics["held_out_value_of_network_move"] >= metrics["held_out_value_of_rule_move"]
+    assert metrics["held_out_value_of_network_move"] >= metrics["held_out_value_of_base_move"]
     # A bonus larger than any gain moves the network toward the rule player's moves.
-    biased, _ = fit(observations, synthetic, torch.from_numpy(moves), epochs=40, seed=0, rule_bonus=1.0)
+    biased, _ = fit(observations, synthetic, moves, epochs=40, seed=0, base_bonus=1.0)
     assert (_greedy_moves(biased, observations, legal) == moves).mean() > (plain == moves).mean() + 0.2
+
+
+def test_a_random_base_plays_varied_moves_and_labels_replay_for_a_seed():
+    first = collect(games=10, seed=2, deck_orders=1, belief="none", base="random")
+    again = collect(games=10, seed=2, deck_orders=1, belief="none", base="random")
+    assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(first, again, strict=True))
+    # random's moves spread over the legal ones: a stream restarted at every move would repeat one choice
+    observations, _, moves = first
+    lowest = (observations[:, 54:115] > 0.5).argmax(axis=1)  # the first legal action id
+    assert len(moves) > 30 and 0.2 < (moves == lowest).mean() < 0.7

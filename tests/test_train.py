@@ -20,12 +20,14 @@ import pytest
 import yaml
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from agents.ppo import read_settings
+from agents.compiled_actor import actor_params
+from agents.ppo import PPOPolicy, read_settings
 from train.cli.train import main
 from train.config import ConfigError, TrainConfig, config_to_dict, load_config, parse_config
 from train.training.pretrain import collect
 from train.training.trainer import CardCountShaping, belief_log_loss, train
 from uno_env.env import UnoEnv
+from uno_env.observation import BASE_SIZE
 from uno_env.opponents import RulePolicy
 from uno_env.policy import Needs
 
@@ -210,6 +212,20 @@ def test_pretrain_clones_the_rule_player(tmp_path: Path):
     tags = scalars(folder)
     assert tags["pretrain/agreement"] == [(0, pytest.approx(metrics["agreement"]))]
     assert "eval/mean_win_rate" not in tags and "final/win_rate/random" in tags  # eval.every = 0: only the final
+
+
+def test_pretrain_by_rollout_values_runs_rounds_of_policy_improvement(tmp_path: Path):
+    folder = tmp_path / "improve"
+    config = parse_config(tiny(name="improve", total_timesteps=128, policy={"net_arch": [32]}, eval={"every": 0},
+                               pretrain={"teacher": "rule", "labels": "rollout-values", "games": 4, "rounds": 2,
+                                         "deck_orders": 1, "epochs": 2, "batch_size": 64}))
+    train(config, folder, quiet=True)
+    metrics = json.loads((folder / "run_info.json").read_text())["pretrain"]
+    assert metrics["examples"] > 10 and {"round_1/gain", "round_2/gain", "held_out_loss"} <= set(metrics)
+    # Round 2 continued its playouts with round 1's student: saved for the labelling processes, compiled there.
+    assert actor_params(PPOPolicy.load(folder / "pretrain" / "round_1.zip"))[0][0].shape == (32, BASE_SIZE)
+    assert read_settings(folder / "checkpoints" / "step_000000000.zip")["steps"] == 0
+    assert "pretrain/round_2/gain" in scalars(folder)
 
 
 def test_pretrain_data(tmp_path: Path):

@@ -17,7 +17,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import yaml
 
-from train.specs import validate_spec
+from train.specs import checkpoint_path, validate_spec
 from uno_env.belief import BeliefKind
 from uno_env.cards import short_repr
 
@@ -125,12 +125,21 @@ class SelfPlayConfig:
 class PretrainConfig:
     """Imitation of a teacher before PPO (``train.training.pretrain``); off while ``teacher`` is null.
 
-    Round 1 is behaviour cloning of ``teacher`` on ``games`` games; each further round is a DAgger round: the
-    student plays ``expert_games`` games (default: ``games``), ``expert`` (default: the teacher; e.g. ``search``
-    to distil the search player) labels its positions, and the student is refit on every label the expert gave.
+    With ``labels: moves`` (imitation), round 1 is behaviour cloning of ``teacher`` on ``games`` games; each
+    further round is a DAgger round: the student plays ``expert_games`` games (default: ``games``), ``expert``
+    (default: the teacher; e.g. ``search`` to distil the search player) labels its positions, and the student
+    is refit on every label the expert gave.
+
+    With ``labels: rollout-values`` (policy improvement, :mod:`train.training.rollout_values`), each round plays
+    ``games`` games of a base player against ``rule`` and labels every move of every decision by rollouts on
+    ``deck_orders`` deck orders; the student's logits regress the values (``base_bonus`` added to the base
+    player's move). The base player of round 1 is the teacher (``rule``, ``random``: from scratch, or a
+    belief-``none`` checkpoint), of each later round the student of the round before: approximate policy
+    iteration.
     """
 
     teacher: str | None = None
+    labels: Literal["moves", "rollout-values"] = "moves"
     games: int = field(default=2000, metadata=_check(_positive))
     rounds: int = field(default=1, metadata=_check(_positive))
     expert: str | None = None
@@ -138,6 +147,8 @@ class PretrainConfig:
     epochs: int = field(default=10, metadata=_check(_positive))
     learning_rate: float = field(default=1e-3, metadata=_check(_positive))
     batch_size: int = field(default=256, metadata=_check(_positive))
+    deck_orders: int = field(default=4, metadata=_check(_bounded(1, 64)))
+    base_bonus: float = field(default=0.1, metadata=_check(_non_negative))
 
 
 @dataclass
@@ -333,6 +344,7 @@ def _validate(config: TrainConfig) -> None:
     if previous != 1.0:
         raise ConfigError(f"opponents[{len(config.opponents) - 1}].until must be 1.0 (the last phase ends the run), "
                           f"got {previous!r}")
+    _validate_rollout_values(config)
     for key in ("teacher", "expert"):
         spec = getattr(config.pretrain, key)
         problem = None if spec is None else validate_spec(spec)
@@ -400,3 +412,23 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
 def config_to_dict(config: TrainConfig) -> dict[str, Any]:
     """The resolved config as plain data (every key, defaults filled in), ready for YAML."""
     return dataclasses.asdict(config)
+
+
+def _validate_rollout_values(config: TrainConfig) -> None:
+    """``pretrain.labels: rollout-values`` continues playouts with compiled players: only those it can compile."""
+    pretrain = config.pretrain
+    if pretrain.labels != "rollout-values" or pretrain.teacher is None:
+        return
+    if pretrain.expert is not None:
+        raise ConfigError(f"pretrain.expert is for labels: moves; with labels: rollout-values each round's base "
+                          f"player is the previous round's student, got expert {pretrain.expert!r}")
+    if config.policy.critic != "public":
+        raise ConfigError(f"pretrain.labels: rollout-values fits a public critic, got policy.critic "
+                          f"{config.policy.critic!r}")
+    if pretrain.teacher not in ("rule", "random") and checkpoint_path(pretrain.teacher) is None:
+        raise ConfigError(f"pretrain.teacher: with labels: rollout-values the base player is 'rule', 'random' or "
+                          f"a checkpoint (belief none), got {pretrain.teacher!r}")
+    if pretrain.rounds > 1 and config.env.belief != "none":
+        raise ConfigError(f"pretrain.rounds > 1 with labels: rollout-values continues playouts with the student, "
+                          f"which compiles only without belief features: env.belief must be none, got "
+                          f"{config.env.belief!r}")

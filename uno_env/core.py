@@ -11,7 +11,7 @@ Two layers:
 * **Kernels** over one game's state packed in an int64 vector (:func:`pack_state`, layout below): legal
   actions, a play, a draw with its reshuffle and the draw-impossible end, the rule-based player's decision
   (:func:`rule_action`, which :class:`~uno_env.opponents.RulePolicy` calls), and a playout to the end of the
-  game (:func:`simulate`, the search player's rollouts).
+  game with a compiled chooser for each seat (:func:`playout`; :func:`simulate`, the search player's rollouts).
 
 Why :class:`~uno_env.game.Game` keeps Python lists instead of this packed state: a numba call costs about half a
 microsecond of dispatch and every read of a numpy scalar from Python about 0.2 µs, which would make the
@@ -68,9 +68,6 @@ PENDING = TOP_RANK + 1
 CURRENT = PENDING + 1  # seat to move
 OUTCOME = CURRENT + 1  # RUNNING, DRAWN or the winning seat
 STATE_SIZE = OUTCOME + 1
-
-#: Rollout policies of :func:`simulate`.
-RANDOM_POLICY, RULE_POLICY = 0, 1
 
 _RANK_OF = tuple(card_rank(card) for card in range(_N))
 _ACTION_CARD = np.array([action_card(a) for a in range(NUM_ACTIONS)], dtype=np.int64)
@@ -302,10 +299,28 @@ def rule_action(hand: np.ndarray, opponent_hand_size: int, legal: np.ndarray, n:
 
 
 @njit(cache=True)
-def playout(state: np.ndarray, policy: int, stream: np.ndarray, max_actions: int) -> int:
-    """Play both seats with ``policy`` (:data:`RANDOM_POLICY` or :data:`RULE_POLICY`) until the game ends.
+def random_choice(state: np.ndarray, legal: np.ndarray, n: int, stream: np.ndarray, params: tuple) -> int:
+    """A chooser (see :func:`playout`): a uniformly random legal action, as the ``random`` player."""
+    return legal[below(stream, n)]
 
-    Returns the outcome; :data:`RUNNING` if ``max_actions`` actions did not finish it.
+
+@njit(cache=True)
+def rule_choice(state: np.ndarray, legal: np.ndarray, n: int, stream: np.ndarray, params: tuple) -> int:
+    """A chooser (see :func:`playout`): the rule-based player's action for the seat to move."""
+    seat = state[CURRENT]
+    hand = state[HANDS + _N * seat:HANDS + _N * (seat + 1)]
+    return rule_action(hand, state[HAND_SIZES + 1 - seat], legal, n)
+
+
+@njit(cache=True)
+def playout(state: np.ndarray, choose0, choose1, params: tuple, stream: np.ndarray, max_actions: int) -> int:
+    """Play the game on until it ends, seat 0 choosing with ``choose0`` and seat 1 with ``choose1``.
+
+    A *chooser* is a compiled function ``(state, legal, n, stream, params) -> action`` picking one of
+    ``legal[:n]`` (n > 1) for the seat to move (``state[CURRENT]``): :func:`random_choice`, :func:`rule_choice`,
+    or one compiled elsewhere, such as a network's actor (:mod:`agents.compiled_actor`), reading its weights
+    from ``params``. Numba compiles one playout per pair of choosers. Returns the outcome; :data:`RUNNING` if
+    ``max_actions`` actions did not finish the game.
     """
     legal = np.empty(NUM_ACTIONS, dtype=np.int64)
     for _ in range(max_actions):
@@ -314,18 +329,17 @@ def playout(state: np.ndarray, policy: int, stream: np.ndarray, max_actions: int
         n = legal_actions_into(state, legal)
         if n == 1:
             action = legal[0]
-        elif policy == RANDOM_POLICY:
-            action = legal[below(stream, n)]
+        elif state[CURRENT] == 0:
+            action = choose0(state, legal, n, stream, params)
         else:
-            seat = state[CURRENT]
-            hand = state[HANDS + _N * seat:HANDS + _N * (seat + 1)]
-            action = rule_action(hand, state[HAND_SIZES + 1 - seat], legal, n)
+            action = choose1(state, legal, n, stream, params)
         apply_action(state, action, stream)
     return state[OUTCOME]
 
 
 @njit(cache=True)
-def simulate(state: np.ndarray, action: int, policy: int, seed: np.uint64, max_actions: int) -> int:
+def simulate(state: np.ndarray, action: int, choose0, choose1, params: tuple, seed: np.uint64,
+             max_actions: int) -> int:
     """One search simulation: apply ``action`` to a copy of ``state``, then :func:`playout`; the outcome.
 
     The random stream starts from ``seed``, so the same world and seed replay the same simulation.
@@ -334,4 +348,4 @@ def simulate(state: np.ndarray, action: int, policy: int, seed: np.uint64, max_a
     stream = np.empty(1, dtype=np.uint64)
     stream[0] = seed
     apply_action(game, action, stream)
-    return playout(game, policy, stream, max_actions)
+    return playout(game, choose0, choose1, params, stream, max_actions)

@@ -33,7 +33,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numba import njit
 
+from uno_env import core
 from uno_env.belief import BELIEF_FEATURES, BELIEF_KINDS, BeliefKind, make_belief
 from uno_env.cards import COPIES, DECK_SIZE, DRAW_ACTION, NUM_ACTIONS, NUM_CARD_TYPES
 from uno_env.game import Game
@@ -86,28 +88,58 @@ def encode_privileged(game: Game, seat: int) -> np.ndarray:
     return obs
 
 
+@njit(cache=True)
+def encode_into(hand: np.ndarray, discard: np.ndarray, legal: np.ndarray, n_legal: int, top: int, colour: int,
+                pending_draw: int, hand_size: int, opponent_hand_size: int, deck_size: int, discard_size: int,
+                out: np.ndarray) -> None:
+    """Write the flat encoding (without belief features, see the module table) into ``out`` (float32).
+
+    The one definition of the encoding: :func:`encode_base` calls it for a :class:`PublicView`, and
+    :func:`encode_state_into` for the kernels' packed state. ``hand`` and ``discard`` are 54 counts,
+    ``legal[:n_legal]`` the legal actions (``n_legal`` 0 outside the seat's turn).
+    """
+    out[:] = 0.0
+    for card in range(NUM_CARD_TYPES):
+        out[card] = hand[card]
+        out[_DISCARD + card] = discard[card]
+        out[_UNSEEN + card] = _COPIES[card] - hand[card] - discard[card]
+    # The action mask is never all zero, so neither is this channel: draw stands in outside the seat's turn.
+    if n_legal == 0:
+        out[_LEGAL + DRAW_ACTION] = 1.0
+    for i in range(n_legal):
+        out[_LEGAL + legal[i]] = 1.0
+    out[_TOP + top] = 1.0
+    out[_COLOUR + colour] = 1.0
+    if pending_draw:
+        out[_PENDING + (pending_draw >> 2)] = 1.0  # 2 -> index 0, 4 -> index 1
+    if opponent_hand_size:
+        out[_OPPONENT_CARDS + min(opponent_hand_size, 7) - 1] = 1.0
+    out[_SIZES] = hand_size / DECK_SIZE
+    out[_SIZES + 1] = opponent_hand_size / DECK_SIZE
+    out[_SIZES + 2] = deck_size / DECK_SIZE
+    out[_SIZES + 3] = discard_size / DECK_SIZE
+
+
 def encode_base(view: PublicView) -> np.ndarray:
     """The flat float32 encoding of a public view, without belief features (see the module table)."""
-    obs = np.zeros(BASE_SIZE, dtype=np.float32)
-    # The action mask is never all zero, so neither is this channel: draw stands in outside the seat's turn.
-    ones = [_LEGAL + a for a in view.legal_actions] if view.legal_actions else [_LEGAL + DRAW_ACTION]
-    ones.append(_TOP + view.top)
-    ones.append(_COLOUR + view.active_colour)
-    if view.pending_draw:
-        ones.append(_PENDING + (view.pending_draw >> 2))  # 2 -> index 0, 4 -> index 1
-    if view.opponent_hand_size:
-        ones.append(_OPPONENT_CARDS + min(view.opponent_hand_size, 7) - 1)
-    obs[ones] = 1.0
-    counts = np.array(view.hand + view.discard, dtype=np.float32)  # one conversion for both count vectors
-    hand, discard = counts[:NUM_CARD_TYPES], counts[NUM_CARD_TYPES:]
-    obs[:NUM_CARD_TYPES] = hand
-    obs[_DISCARD:_DISCARD + NUM_CARD_TYPES] = discard
-    unseen = obs[_UNSEEN:_UNSEEN + NUM_CARD_TYPES]
-    np.subtract(_COPIES, hand, out=unseen)
-    unseen -= discard
-    obs[_SIZES:_SIZES + 4] = (view.hand_size / DECK_SIZE, view.opponent_hand_size / DECK_SIZE,
-                              view.deck_size / DECK_SIZE, view.discard_size / DECK_SIZE)
+    obs = np.empty(BASE_SIZE, dtype=np.float32)
+    counts = np.array(view.hand + view.discard, dtype=np.int64)  # one conversion for both count vectors
+    legal = np.array(view.legal_actions, dtype=np.int64)
+    encode_into(counts[:NUM_CARD_TYPES], counts[NUM_CARD_TYPES:], legal, len(legal), view.top, view.active_colour,
+                view.pending_draw, view.hand_size, view.opponent_hand_size, view.deck_size, view.discard_size, obs)
     return obs
+
+
+@njit(cache=True)
+def encode_state_into(state: np.ndarray, legal: np.ndarray, n_legal: int, out: np.ndarray) -> None:
+    """:func:`encode_into` for the seat to move of a kernel state (:mod:`uno_env.core`), ``legal[:n_legal]`` its
+    legal actions: what :func:`encode_base` gives for that seat's view of the same game."""
+    seat = state[core.CURRENT]
+    hand = core.HANDS + NUM_CARD_TYPES * seat
+    encode_into(state[hand:hand + NUM_CARD_TYPES], state[core.COUNTS:core.COUNTS + NUM_CARD_TYPES], legal, n_legal,
+                state[core.DISCARD + state[core.DISCARD_LEN] - 1], state[core.COLOUR], state[core.PENDING],
+                state[core.HAND_SIZES + seat], state[core.HAND_SIZES + 1 - seat], state[core.DECK_LEN],
+                state[core.DISCARD_LEN], out)
 
 
 class SeatObserver:

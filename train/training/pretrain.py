@@ -1,4 +1,4 @@
-"""Warm start: imitate a teacher before PPO (behaviour cloning, then optional DAgger rounds).
+"""Warm start before PPO: imitate a teacher (behaviour cloning, then optional DAgger rounds), or improve on it.
 
 PPO from scratch learns UNO slowly: the reward is one +-1 at the end of a game that luck decides
 as much as play, so on a small CPU budget the policy barely moves away from random play
@@ -6,7 +6,11 @@ as much as play, so on a small CPU budget the policy barely moves away from rand
 search into the policy) gives the actor a sensible starting policy and the critic a matching value
 function, so PPO starts improving on the teacher instead of rediscovering it.
 
-:func:`warm_start` runs ``pretrain.rounds`` rounds (DAgger, Ross et al. 2011):
+:func:`warm_start` runs ``pretrain.rounds`` rounds of what ``pretrain.labels`` names. With ``rollout-values``
+(:func:`improve`), each round is a step of rollout policy improvement (:mod:`train.training.rollout_values`):
+the student learns the value of every move by playouts from the true position, which makes it *better* than
+its base player, the teacher in round 1 and the previous student after. With ``moves`` (:func:`imitate`),
+the rounds are behaviour cloning and DAgger (Ross et al. 2011):
 
 1. round 1 plays the teacher's own moves and fits the student to them (behaviour cloning);
 2. every later round lets the *student* play (sampling from its masked policy) while an expert (the
@@ -28,14 +32,18 @@ channels of :func:`uno_env.observation.encode_privileged`, as the training env's
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from agents.ppo import PPOPolicy
+from agents.ppo import PPOPolicy, save_model
 from train.config import SELF, TrainConfig
+from train.evaluation.matches import make_executor
 from train.policies import resolve_policy
+from train.specs import checkpoint_path
+from train.training import rollout_values
 from train.training.opponent_mix import OpponentMix, opponent_belief
 from uno_env.belief import BeliefKind
 from uno_env.game import Game
@@ -138,7 +146,50 @@ def collect(config: TrainConfig, seed: int, student: Policy | None = None, label
     return data, (recorder.agreed / recorder.choices if recorder.choices else 1.0)
 
 
-def warm_start(model: Any, config: TrainConfig, seed: int) -> dict[str, float]:
+def warm_start(model: Any, config: TrainConfig, seed: int, workdir: Path) -> dict[str, float]:
+    """The warm start ``pretrain.labels`` asks for: :func:`imitate` or :func:`improve`; returns the metrics.
+
+    ``workdir`` receives what a warm start keeps on disk (the students of :func:`improve`'s rounds).
+    """
+    if config.pretrain.labels == "rollout-values":
+        return improve(model, config, seed, workdir)
+    return imitate(model, config, seed)
+
+
+def improve(model: Any, config: TrainConfig, seed: int, workdir: Path) -> dict[str, float]:
+    """Rounds of rollout policy improvement (:mod:`train.training.rollout_values`); returns the last round's metrics.
+
+    Round 1 improves on the teacher, each later round on the student of the round before, saved as
+    ``workdir/round_K.zip`` for the labelling processes (``eval.workers`` of them) to compile. Metrics: those of
+    :func:`~train.training.rollout_values.fit_values`, the number of labelled ``examples`` and, per round,
+    ``round_K/gain``: how much better the network's moves are than the base player's by the held-out labels.
+    """
+    settings = config.pretrain
+    base = settings.teacher if settings.teacher in rollout_values.BUILT_IN_BASES else str(
+        checkpoint_path(settings.teacher))
+    workers = min(config.eval.workers, settings.games)
+    shares = [settings.games // workers + (w < settings.games % workers) for w in range(workers)]
+    metrics: dict[str, float] = {}
+    gains: dict[str, float] = {}
+    for round_ in range(1, settings.rounds + 1):
+        seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence([seed, round_]).spawn(workers)]
+        with make_executor(workers) as pool:
+            parts = list(pool.map(rollout_values.collect, shares, seeds, [settings.deck_orders] * workers,
+                                  [config.env.belief] * workers, [base] * workers))
+        observations, values, moves = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
+        metrics = rollout_values.fit_values(model.policy, observations, values, moves, settings.epochs,
+                                            seed + round_, settings.base_bonus, settings.learning_rate,
+                                            settings.batch_size)
+        gains[f"round_{round_}/gain"] = (metrics["held_out_value_of_network_move"]
+                                         - metrics["held_out_value_of_base_move"])
+        if round_ < settings.rounds:
+            workdir.mkdir(parents=True, exist_ok=True)
+            base = str(save_model(model, workdir / f"round_{round_}.zip",
+                                  {"belief": config.env.belief, "config": config.name, "steps": 0}))
+    return {**metrics, **gains, "examples": len(moves)}
+
+
+def imitate(model: Any, config: TrainConfig, seed: int) -> dict[str, float]:
     """Behaviour cloning, then ``pretrain.rounds - 1`` DAgger rounds (module docstring); returns the metrics.
 
     The DAgger rounds' labels come from ``pretrain.expert`` (default: the teacher), ``expert_games`` games a

@@ -1,31 +1,41 @@
-"""Move values by rollouts from the true position: labels for one step of policy improvement over ``rule``.
+"""Move values by rollouts from the true position: labels for a step of policy improvement over a base player.
 
 A rollout algorithm (Bertsekas; Tesauro's backgammon rollouts) improves a base policy: play each legal move,
 continue with the base policy, keep the move with the best result. Here the values are learned once, by a
-network, instead of searched at every move (``benchmarks/rollout_q.py`` runs it end to end; docs/RESULTS.md,
-"Rollout improvement distilled"):
+network, instead of searched at every move; and the step can be repeated, the network of one step being the
+base of the next (approximate policy iteration). ``benchmarks/rollout_q.py`` runs it end to end;
+docs/RESULTS.md, "Rollout improvement distilled":
 
 * :func:`move_values`: each legal move of the seat to move, played on copies of the *true* game and continued
-  by ``rule`` on both seats (the compiled playouts of :mod:`uno_env.core`), on the real deck order and
-  reshuffles of it, the same orders for every move (common random numbers); a move's value is its mean outcome.
-  The hidden hand serves the labels only: real play dealt it, so it is a draw from the posterior given the
-  public position, and a regression on the public observation learns the values a player who sees only that
-  position faces (as a privileged critic uses hidden state in training, never in play).
-* :func:`collect`: ``rule`` against ``rule``, recording the observation, the move values and ``rule``'s move
-  at every decision with a choice.
-* :func:`fit`: a MaskablePPO network whose logits regress the values (plus an optional bonus on ``rule``'s
-  move), so that it plays alone as a deterministic checkpoint.
+  by the base player on that seat and ``rule`` on the other (the compiled playouts of :mod:`uno_env.core`), on
+  the real deck order and reshuffles of it, the same orders for every move (common random numbers); a move's
+  value is its mean outcome. The hidden hand serves the labels only: real play dealt it, so it is a draw from
+  the posterior given the public position, and a regression on the public observation learns the values a
+  player who sees only that position faces (as a privileged critic uses hidden state in training, never in
+  play).
+* :func:`collect`: the base player against ``rule``, recording the observation, the move values and the base
+  player's move at every decision with a choice. The base player is ``rule`` (the first step over the rule
+  player), ``random`` (policy iteration from scratch) or a checkpoint, compiled into the playouts
+  (:mod:`agents.compiled_actor`).
+* :func:`fit`: a MaskablePPO network whose logits regress the values (plus an optional bonus on the base
+  player's move), so that it plays alone as a deterministic checkpoint.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 from sb3_contrib import MaskablePPO
 
+from agents.compiled_actor import actor_choice, actor_params
+from agents.ppo import PPOPolicy
 from uno_env.belief import BeliefKind
 from uno_env.cards import NUM_ACTIONS
-from uno_env.core import RULE_POLICY, pack_state, simulate
+from uno_env.core import legal_actions_into, pack_state, random_choice, rule_choice, seed_stream, simulate
 from uno_env.env import UnoEnv
 from uno_env.game import Game
 from uno_env.match import play_game
@@ -35,23 +45,28 @@ from uno_env.view import PublicView
 
 #: Label scale in the logits: a move worth 0.1 more than another gets a logit 1 higher.
 SCALE = 10.0
-_RULE = RulePolicy()
 _MAX_ROLLOUT_ACTIONS = 5_000
+#: The base players built into the kernels, by name; any other base is a checkpoint's path.
+BUILT_IN_BASES = {"rule": rule_choice, "random": random_choice}
 
 
-def move_values(game: Game, deck_orders: int, rng: np.random.Generator) -> np.ndarray:
-    """Mean outcome for the seat to move of each legal move, continued by ``rule`` on both seats (NaN: illegal).
+def move_values(game: Game, deck_orders: int, rng: np.random.Generator, player: Callable = rule_choice,
+                params: tuple = ()) -> np.ndarray:
+    """Mean outcome for the seat to move of each legal move (NaN: illegal), continued by ``player`` on that
+    seat and ``rule`` on the other.
 
-    The playouts are the compiled ones of the search player (:func:`uno_env.core.simulate`).
+    ``player`` is a compiled chooser with its ``params`` (:func:`uno_env.core.playout`): ``rule`` by default,
+    or a network's actor (:func:`agents.compiled_actor.actor_choice` with :func:`~agents.compiled_actor.actor_params`).
     """
     seat = game.current
+    choosers = (player, rule_choice) if seat == 0 else (rule_choice, player)
     decks = [game.deck] + [rng.permutation(game.deck) for _ in range(deck_orders - 1)]
     states = [pack_state(game.hands, deck, game.discard, game.active_colour, seat, game.pending_draw)
               for deck in decks]
     seeds = rng.integers(2**63, size=deck_orders).astype(np.uint64)
     values = np.full(NUM_ACTIONS, np.nan)
     for action in game.legal_actions():
-        outcomes = [simulate(state, action, RULE_POLICY, seed, _MAX_ROLLOUT_ACTIONS)
+        outcomes = [simulate(state, action, *choosers, params, seed, _MAX_ROLLOUT_ACTIONS)
                     for state, seed in zip(states, seeds, strict=True)]
         # +1 a win, -1 a loss, 0 a draw or a playout cut at the action cap
         values[action] = np.mean([(outcome == seat) - (outcome == 1 - seat) for outcome in outcomes])
@@ -59,13 +74,19 @@ def move_values(game: Game, deck_orders: int, rng: np.random.Generator) -> np.nd
 
 
 class _Labeller:
-    """Plays ``rule`` on its seat and records (observation, move values, rule's move) at each decision with a choice."""
+    """Plays the base player on its seat and records (observation, move values, base move) at each decision
+    with a choice."""
 
-    def __init__(self, deck_orders: int, belief: BeliefKind) -> None:
+    def __init__(self, deck_orders: int, belief: BeliefKind, base: str | Path) -> None:
         self.needs = Needs(belief)  # the observations recorded carry these belief features
         self.deck_orders = deck_orders
+        # The base player chooses through its compiled chooser, in real play as in the playouts.
+        self.player, self.params = (BUILT_IN_BASES[base], ()) if base in BUILT_IN_BASES else (
+            actor_choice, actor_params(PPOPolicy.load(base)))
         self.game: Game | None = None
         self.rng = np.random.default_rng()
+        self.stream = seed_stream(0)  # the random base player's draws in real play
+        self.legal = np.empty(NUM_ACTIONS, dtype=np.int64)
         self.records: list[tuple[np.ndarray, np.ndarray, int]] = []
 
     def deal(self, game: Game) -> None:
@@ -73,18 +94,25 @@ class _Labeller:
 
     def reset(self, seed: int | None = None) -> None:
         self.rng = np.random.default_rng(seed)
+        self.stream = seed_stream(int(self.rng.integers(2**63)))
 
     def act(self, view: PublicView) -> int:
-        move = _RULE.act(view)
-        if len(view.legal_actions) > 1:
-            values = move_values(self.game, self.deck_orders, self.rng)
-            self.records.append((np.asarray(view.observation, np.float32), values.astype(np.float32), move))
+        game = self.game
+        state = pack_state(game.hands, game.deck, game.discard, game.active_colour, game.current, game.pending_draw)
+        n = legal_actions_into(state, self.legal)
+        if n == 1:
+            return int(self.legal[0])
+        move = int(self.player(state, self.legal, n, self.stream, self.params))
+        values = move_values(game, self.deck_orders, self.rng, self.player, self.params)
+        self.records.append((np.asarray(view.observation, np.float32), values.astype(np.float32), move))
         return move
 
 
-def collect(games: int, seed: int, deck_orders: int, belief: BeliefKind) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Observations, move values and rule's moves from ``games`` games against ``rule``, seats alternating."""
-    labeller = _Labeller(deck_orders, belief)
+def collect(games: int, seed: int, deck_orders: int, belief: BeliefKind,
+            base: str | Path = "rule") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Observations, move values and the base player's moves from ``games`` games against ``rule``, seats
+    alternating; the base player is ``"rule"``, ``"random"`` or the path of a checkpoint (belief ``none``)."""
+    labeller = _Labeller(deck_orders, belief, base)
     rng = np.random.default_rng(seed)
     for game in range(games):
         seats = (labeller, RulePolicy()) if game % 2 == 0 else (RulePolicy(), labeller)
@@ -93,27 +121,26 @@ def collect(games: int, seed: int, deck_orders: int, belief: BeliefKind) -> tupl
     return np.array(observations), np.array(values), np.array(moves)
 
 
-def fit(observations: np.ndarray, values: np.ndarray, rule_moves: torch.Tensor, epochs: int, seed: int,
-        rule_bonus: float = 0.0, belief: BeliefKind = "none") -> tuple[MaskablePPO, dict]:
-    """A MaskablePPO network (256x256 tanh, ``belief`` features) whose logits regress ``SCALE`` x the values.
+def fit_values(policy: Any, observations: np.ndarray, values: np.ndarray, base_moves: np.ndarray, epochs: int,
+               seed: int, base_bonus: float = 0.0, learning_rate: float = 1e-3, batch_size: int = 512) -> dict:
+    """Fit a MaskablePPO policy's logits to ``SCALE`` x the move values, its critic to the base move's value.
 
-    ``rule_bonus`` is added to the value of rule's move in the targets: another move must look that much better
-    to be played, so noise in the estimates does not replace a rule move by an equal one.
-
-    Metrics on the held-out positions: the squared error, and the mean label of the network's move and of
-    rule's move (the one-step gain the network finds, if the first is larger).
+    ``base_bonus`` is added to the value of the base player's move in the targets: another move must look that
+    much better to be played, so noise in the estimates does not replace a base move by an equal one. The
+    critic learns the value of the position under the base player (the label of its move), a start for PPO.
+    A tenth of the positions is held out. Returns metrics on them: the squared error of the logits, and the mean
+    label of the network's move and of the base player's move (the one-step gain the network finds, if the
+    first is larger).
     """
-    model = MaskablePPO("MlpPolicy", UnoEnv(belief=belief), seed=seed, device="cpu",
-                        policy_kwargs={"net_arch": [256, 256], "activation_fn": torch.nn.Tanh})
-    policy = model.policy
     legal = torch.from_numpy(np.isfinite(values))
     targets = torch.from_numpy(np.nan_to_num(values).astype(np.float32) * SCALE)
+    moves = torch.from_numpy(np.asarray(base_moves, dtype=np.int64))
     bonus = torch.zeros_like(targets)
-    bonus[torch.arange(len(bonus)), rule_moves] = rule_bonus * SCALE
+    bonus[torch.arange(len(bonus)), moves] = base_bonus * SCALE
     inputs = torch.from_numpy(observations)
     order = np.random.default_rng(seed).permutation(len(inputs))
     held, train = torch.from_numpy(order[:len(order) // 10]), torch.from_numpy(order[len(order) // 10:])
-    optimizer = torch.optim.Adam(policy.parameters(), lr=1e-3)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
     generator = torch.Generator().manual_seed(seed)
 
     def logits(rows: torch.Tensor) -> torch.Tensor:
@@ -122,18 +149,30 @@ def fit(observations: np.ndarray, values: np.ndarray, rule_moves: torch.Tensor, 
     def loss(rows: torch.Tensor) -> torch.Tensor:
         return ((logits(rows) - targets[rows] - bonus[rows]) ** 2)[legal[rows]].mean() / SCALE**2
 
+    def critic_loss(rows: torch.Tensor) -> torch.Tensor:
+        value = policy.value_net(policy.mlp_extractor.forward_critic(policy.extract_features(inputs[rows])))
+        return ((value.squeeze(-1) - targets[rows, moves[rows]] / SCALE) ** 2).mean()
+
     policy.train()
     for _ in range(epochs):
         shuffled = train[torch.randperm(len(train), generator=generator)]
-        for start in range(0, len(shuffled), 512):
-            batch_loss = loss(shuffled[start:start + 512])
+        for start in range(0, len(shuffled), batch_size):
+            rows = shuffled[start:start + batch_size]
+            batch_loss = loss(rows) + critic_loss(rows)  # separate actor and critic networks: two fits in one
             optimizer.zero_grad()
             batch_loss.backward()
             optimizer.step()
     policy.set_training_mode(False)
     with torch.no_grad():
         chosen = logits(held).masked_fill(~legal[held], -torch.inf).argmax(dim=1)
-        metrics = {"held_out_loss": float(loss(held)),
-                   "held_out_value_of_network_move": float(targets[held, chosen].mean() / SCALE),
-                   "held_out_value_of_rule_move": float(targets[held, rule_moves[held]].mean() / SCALE)}
-    return model, metrics
+        return {"held_out_loss": float(loss(held)), "held_out_critic_loss": float(critic_loss(held)),
+                "held_out_value_of_network_move": float(targets[held, chosen].mean() / SCALE),
+                "held_out_value_of_base_move": float(targets[held, moves[held]].mean() / SCALE)}
+
+
+def fit(observations: np.ndarray, values: np.ndarray, base_moves: np.ndarray, epochs: int, seed: int,
+        base_bonus: float = 0.0, belief: BeliefKind = "none") -> tuple[MaskablePPO, dict]:
+    """A new MaskablePPO network (256x256 tanh, ``belief`` features) fitted by :func:`fit_values`; its metrics."""
+    model = MaskablePPO("MlpPolicy", UnoEnv(belief=belief), seed=seed, device="cpu",
+                        policy_kwargs={"net_arch": [256, 256], "activation_fn": torch.nn.Tanh})
+    return model, fit_values(model.policy, observations, values, base_moves, epochs, seed, base_bonus)

@@ -526,7 +526,7 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
         out.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')}  {command or ' '.join(sys.argv)}\n")
     if not resume and config.pretrain.teacher is not None:
         started = time.perf_counter()
-        pretrain_metrics = warm_start(model, config, config.seed)
+        pretrain_metrics = warm_start(model, config, config.seed, run_dir / "pretrain")
         pretrain_metrics["seconds"] = round(time.perf_counter() - started, 1)
     # Our own logger: TensorBoard events straight into RUN_DIR/tb, continued (same folder) on resume.
     model.set_logger(Logger(str(run_dir / "tb"), [ResumedTensorBoard(str(run_dir / "tb"), start_step + 1)]))

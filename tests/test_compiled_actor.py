@@ -1,0 +1,77 @@
+"""The compiled actor (agents.compiled_actor) plays what the checkpoint plays, inside the kernels' playouts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from sb3_contrib import MaskablePPO
+from uno_testlib import capped
+
+from agents.compiled_actor import actor_choice, actor_params
+from agents.ppo import PPOPolicy, save_model
+from train.training.rollout_values import collect
+from uno_env import UnoEnv, core
+from uno_env.game import Game
+from uno_env.observation import SeatObserver
+
+SHIPPED = "models/rollout-q-none/model.zip"
+
+
+def _relu_checkpoint(tmp_path) -> str:
+    model = MaskablePPO("MlpPolicy", UnoEnv(), seed=3, device="cpu",
+                        policy_kwargs={"net_arch": [32, 16, 8], "activation_fn": torch.nn.ReLU})
+    return str(save_model(model, tmp_path / "relu.zip", {"belief": "none", "config": "test", "steps": 0}))
+
+
+@pytest.mark.parametrize("which", ["shipped", "relu"])
+def test_the_compiled_actor_chooses_the_checkpoints_move_at_every_decision(which, tmp_path):
+    policy = PPOPolicy.load(SHIPPED if which == "shipped" else _relu_checkpoint(tmp_path))
+    params = actor_params(policy)
+    observer, legal, stream = SeatObserver(), np.empty(61, dtype=np.int64), core.seed_stream(0)
+    compared = 0
+    for seed in range(25):
+        game = Game.deal(np.random.default_rng(seed), seed % 2)
+        for _ in capped():
+            if game.done:
+                break
+            move = policy.act(observer.observe(game, game.current))
+            state = core.pack_state(game.hands, game.deck, game.discard, game.active_colour, game.current,
+                                    game.pending_draw)
+            n = core.legal_actions_into(state, legal)
+            if n > 1:
+                assert actor_choice(state, legal, n, stream, params) == move
+                compared += 1
+            game.step(move)
+    assert compared > 200
+
+
+def test_a_network_with_belief_features_is_refused_by_name():
+    with pytest.raises(ValueError, match="rollout-q-counting.*belief='counting'"):
+        actor_params(PPOPolicy.load("models/rollout-q-counting/model.zip", name="rollout-q-counting"))
+
+
+def test_playouts_with_the_actor_replay_for_a_seed_and_differ_from_rule_playouts():
+    params = actor_params(PPOPolicy.load(SHIPPED))
+    differ = 0
+    for seed in range(40):
+        game = Game.deal(np.random.default_rng(seed), 0)
+        state = core.pack_state(game.hands, game.deck, game.discard, game.active_colour, 0, 0)
+        runs = []
+        for choose in (actor_choice, actor_choice, core.rule_choice):
+            played = state.copy()
+            outcome = core.playout(played, choose, core.rule_choice, params, core.seed_stream(seed), 5000)
+            runs.append((outcome, played))
+        assert runs[0][0] == runs[1][0] and np.array_equal(runs[0][1], runs[1][1])
+        differ += not np.array_equal(runs[0][1], runs[2][1])
+    assert differ > 10  # the network's games are not the rule player's
+
+
+def test_labels_over_a_checkpoint_record_its_moves():
+    observations, values, moves = collect(games=3, seed=1, deck_orders=2, belief="none", base=SHIPPED)
+    network = PPOPolicy.load(SHIPPED).network
+    with torch.no_grad():
+        logits = network.action_net(network.mlp_extractor.forward_actor(
+            network.pi_features_extractor(torch.from_numpy(observations)))).numpy()
+    assert np.array_equal(np.where(np.isfinite(values), logits, -np.inf).argmax(axis=1), moves)
+    assert len(moves) > 20
