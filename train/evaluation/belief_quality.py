@@ -135,6 +135,7 @@ class _Scorer:
         self.needs = needs_of(policy)
         self.game: Game | None = None
         self.rows: list[np.ndarray] = []
+        self.phases: list[tuple[int, int]] = []  # (opponent's hand size, decisions of the tracked seat before)
 
     def reset(self, seed: int | None = None) -> None:
         self.policy.reset(seed)
@@ -153,6 +154,7 @@ class _Scorer:
         log_p = np.array([t.log_prob(hand) for t in self.trackers])
         hand_loss = np.minimum(-log_p, HAND_CAP)
         self.rows.append(np.column_stack((scores[:, :2], hand_loss, scores[:, 2], ~np.isfinite(log_p))))
+        self.phases.append((int(hand.sum()), len(self.phases)))
         return self.policy.act(view)
 
 
@@ -161,11 +163,12 @@ def _game_seeds(seed: int, games: int) -> np.ndarray:
 
 
 def _played_games(tracked: str, opponent: str, spec_args: dict[str, Any], seeds: list[int],
-                  firsts: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per game: summed scores (G x B x 5), decisions (G,), and particle-filter recoveries/fallbacks (G x B x 2)."""
+                  firsts: list[int]) -> tuple[np.ndarray, ...]:
+    """Per game: summed scores (G x B x 5), decisions (G,), and particle-filter recoveries/fallbacks (G x B x 2);
+    per decision: its phase (D x 2, see :data:`PHASES`) and each belief's log-loss (D x B)."""
     rival = make_policy(opponent)
     specs = tracker_specs(rival, **spec_args)
-    sums, counts, repairs = [], [], []
+    sums, counts, repairs, phases, losses = [], [], [], [], []
     for seed, first in zip(seeds, firsts, strict=True):
         trackers = [spec.make(np.random.default_rng([seed, i])) for i, spec in enumerate(specs)]
         scorer = _Scorer(make_policy(tracked), trackers)
@@ -174,7 +177,10 @@ def _played_games(tracked: str, opponent: str, spec_args: dict[str, Any], seeds:
         sums.append(rows.sum(axis=0))
         counts.append(len(rows))
         repairs.append([[getattr(t, "recoveries", 0), getattr(t, "fallbacks", 0)] for t in trackers])
-    return np.array(sums), np.array(counts), np.array(repairs)
+        phases.append(np.array(scorer.phases, dtype=np.int64).reshape(-1, 2))
+        losses.append(rows[:, :, 0])
+    return (np.array(sums), np.array(counts), np.array(repairs), np.concatenate(phases),
+            np.concatenate(losses))
 
 
 @dataclass
@@ -185,6 +191,8 @@ class QualityResult:
     sums: np.ndarray  # (games, beliefs, metrics)
     counts: np.ndarray  # (games,) decisions scored
     repairs: np.ndarray  # (games, beliefs, 2): recoveries and fallbacks of the particle filters
+    phases: np.ndarray  # (decisions, 2): the opponent's hand size, and the tracked seat's decisions before it
+    losses: np.ndarray  # (decisions, beliefs): log-loss of each decision
     seconds: float = 0.0
     meta: dict[str, Any] = field(default_factory=dict)
 
@@ -204,6 +212,33 @@ class QualityResult:
                          f"| {m[3]:.2e} | {m[4]:.2%} | {diff} | {self.repairs[:, b, 0].sum()}/"
                          f"{self.repairs[:, b, 1].sum()} |")
         return "\n".join(lines)
+
+
+    def phase_table(self) -> str:
+        """Markdown table: mean log-loss per decision of each belief in each game phase (:data:`PHASES`)."""
+        lines = ["| phase | decisions | " + " | ".join(self.names) + " |",
+                 "| --- | ---: |" + " ---: |" * len(self.names)]
+        for label, column, low, high in PHASES:
+            chosen = (self.phases[:, column] >= low) & (self.phases[:, column] <= high)
+            if chosen.any():
+                cells = " | ".join(f"{x:.4f}" for x in self.losses[chosen].mean(axis=0))
+                lines.append(f"| {label} | {chosen.sum()} | {cells} |")
+        return "\n".join(lines)
+
+    def phase_log_loss(self) -> dict[str, np.ndarray]:
+        """Mean log-loss of each belief per phase label (phases with no decision left out)."""
+        out = {}
+        for label, column, low, high in PHASES:
+            chosen = (self.phases[:, column] >= low) & (self.phases[:, column] <= high)
+            if chosen.any():
+                out[label] = self.losses[chosen].mean(axis=0)
+        return out
+
+
+#: Game phases of :meth:`QualityResult.phase_table`: (label, column of ``phases``, low, high), both bounds included.
+PHASES = (("opponent holds 1-2", 0, 1, 2), ("opponent holds 3-4", 0, 3, 4), ("opponent holds 5-7", 0, 5, 7),
+          ("opponent holds 8+", 0, 8, 10**6), ("decisions 1-5", 1, 0, 4), ("decisions 6-10", 1, 5, 9),
+          ("decisions 11-20", 1, 10, 19), ("decisions 21+", 1, 20, 10**6))
 
 
 def measure_quality(games: int = 200, seed: int = 0, tracked: str = "random", opponent: str = "random",
@@ -226,9 +261,9 @@ def measure_quality(games: int = 200, seed: int = 0, tracked: str = "random", op
     start = time.perf_counter()
     parts = _map(_played_games, [(tracked, opponent, spec_args, seeds[c], firsts[c])
                                  for c in _chunks(games, workers)], workers)
-    sums, counts, repairs = (np.concatenate([p[i] for p in parts]) for i in range(3))
+    sums, counts, repairs, phases, losses = (np.concatenate([p[i] for p in parts]) for i in range(5))
     meta = {"games": games, "seed": seed, "tracked": tracked, "opponent": opponent}
-    return QualityResult(names, sums, counts, repairs, time.perf_counter() - start, meta)
+    return QualityResult(names, sums, counts, repairs, phases, losses, time.perf_counter() - start, meta)
 
 
 # ---------------------------------------------------------------------------------------- exact enumeration
