@@ -290,8 +290,11 @@ def _rejuvenate(log: np.ndarray, n_events: int, slot_events: np.ndarray, n_slots
 def _advance(log: np.ndarray, start: int, stop: int, slot_events: np.ndarray, slots: np.ndarray,
              hands: np.ndarray, w: np.ndarray, model: int, moves: int, threshold: float, retries: int,
              stream: np.ndarray, w_before: np.ndarray, slots_buf: np.ndarray, hands_buf: np.ndarray,
-             old: np.ndarray, new: np.ndarray, legal: np.ndarray, stats: np.ndarray) -> int:
-    """Filter events ``start..stop-1``; returns -1, or the event no particle explains (weights as before it)."""
+             old: np.ndarray, new: np.ndarray, legal: np.ndarray, stats: np.ndarray, evidence: np.ndarray) -> int:
+    """Filter events ``start..stop-1``; returns -1, or the event no particle explains (weights as before it).
+
+    ``evidence[0]`` accumulates the log of each event's mean likelihood (the sequential Monte Carlo estimate of
+    the log-likelihood of the public history under the model, up to terms the same for every model)."""
     n = len(w)
     n_slots = 0
     for e in range(start):
@@ -311,6 +314,7 @@ def _advance(log: np.ndarray, start: int, stop: int, slot_events: np.ndarray, sl
             total = _apply(log, e, slots, hands, w, model, stream, legal)
             tries += 1
         w /= total
+        evidence[0] += np.log(total)
         n_slots += log[e, KIND] == SLOT_EVENT
         if _ess(w) < threshold * n:
             _rejuvenate(log, e + 1, slot_events, n_slots, slots, hands, w, model, moves, stream, slots_buf,
@@ -379,6 +383,7 @@ class TrajectoryBelief(PublicTracker):
         self.recoveries = 0
         self.fallbacks = 0
         self._stats = np.zeros(4, np.int64)
+        self._evidence = np.zeros(1)
         self._old = np.zeros(NUM_CARD_TYPES, np.int64)
         self._new = np.zeros(NUM_CARD_TYPES, np.int64)
         self._legal = np.zeros(60, np.int64)
@@ -392,6 +397,7 @@ class TrajectoryBelief(PublicTracker):
         self._start(view)
         self._stream = np.array([self.rng.integers(0, 2**63)], dtype=np.uint64)
         self._restart()
+        self._forgotten = 0.0  # log-evidence of the events a fallback forgot
         self._run(fresh=True)
         self._features = None
 
@@ -459,10 +465,11 @@ class TrajectoryBelief(PublicTracker):
             self._hands = np.zeros((self.n_particles, NUM_CARD_TYPES), np.int64)
             self._w = np.ones(self.n_particles)
             self._done = 0
+            self._evidence[0] = 0.0
         failed = _advance(self._log, self._done, self._events, self._slot_events, self._slots, self._hands, self._w,
                           self.model_code, self.moves, self.ess_threshold, self.retries, self._stream,
                           self._w_before, self._slots_buf, self._hands_buf, self._old, self._new, self._legal,
-                          self._stats)
+                          self._stats, self._evidence)
         self._done = self._events
         return failed
 
@@ -478,6 +485,9 @@ class TrajectoryBelief(PublicTracker):
         while failed >= 0:
             # Card counting at the event no particle explains; an event that even counting cannot explain (input
             # that contradicts itself) is dropped.
+            # The evidence keeps the events before the failed one; the failed event, which none of N particles
+            # explained, is charged the Monte Carlo bound 1/N (its likelihood may be 0: a model that is wrong).
+            self._forgotten += self._evidence[0] - np.log(self.n_particles)
             self._restart(failed + 1 if failed == self._deal_size else failed)
             failed = self._run(fresh=True)
 
@@ -495,6 +505,14 @@ class TrajectoryBelief(PublicTracker):
             self._event(SLOT_EVENT, drawn=drawn)
 
     # ------------------------------------------------------------------ answers
+    @property
+    def log_evidence(self) -> float:
+        """Estimated log-likelihood of the public history under the model (up to a model-free constant).
+
+        After a fallback it is the estimate up to the event no particle explained, ``log(1/N)`` for that event
+        (the resolution of N particles) and the estimate from the restart at card counting on."""
+        return float(self._forgotten + self._evidence[0])
+
     def stats(self) -> dict[str, int]:
         """Resamplings, rescues (events retried after extra moves), proposed and accepted moves since creation."""
         return dict(zip(("resamples", "rescues", "proposed", "accepted"), self._stats.tolist(), strict=True))
