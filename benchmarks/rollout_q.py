@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +27,7 @@ import torch
 
 from agents.ppo import PPOPolicy, save_model
 from train.evaluation.matches import evaluate, format_table
-from train.training.rollout_values import SCALE, collect, fit
+from train.training.rollout_values import SCALE, collect_in_processes, fit
 from uno_env.opponents import RulePolicy
 from uno_env.view import PublicView
 
@@ -76,11 +75,8 @@ def main() -> None:
     labels = args.labels or args.out / "labels.npz"
     started = time.perf_counter()
     if not labels.exists():  # labelling is the slow part: a rerun reuses it
-        with ProcessPoolExecutor(args.workers) as pool:
-            seeds = [args.seed + w for w in range(args.workers)]
-            parts = list(pool.map(collect, [args.games] * args.workers, seeds, [args.deck_orders] * args.workers,
-                                  [args.belief] * args.workers, [args.base] * args.workers))
-        arrays = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
+        arrays = collect_in_processes([args.games] * args.workers, [args.seed + w for w in range(args.workers)],
+                                      args.deck_orders, args.belief, args.base)
         np.savez_compressed(labels, **dict(zip(("observations", "values", "base_moves"), arrays, strict=True)))
     data = np.load(labels)
     label_seconds = time.perf_counter() - started

@@ -263,6 +263,12 @@ def test_rollout_value_labels_refuse_what_they_cannot_compile(changes: dict[str,
     assert_names(error_of(with_(**changes)), *parts)
 
 
+def test_zero_steps_need_a_warm_start():
+    assert_names(error_of(with_(total_timesteps=0, pretrain={"teacher": None})), "total_timesteps 0",
+                 "pretrain.teacher")
+    assert parse_config(with_(total_timesteps=0, pretrain={"teacher": "rule"})).total_timesteps == 0
+
+
 def test_rollout_value_labels_accept_rule_and_a_belief_none_checkpoint_with_several_rounds():
     config = parse_config(with_(pretrain={**_ROLLOUT, "teacher": "rollout-q-none", "rounds": 3}))
     assert config.pretrain.labels == "rollout-values" and config.pretrain.deck_orders == 4

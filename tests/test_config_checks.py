@@ -19,7 +19,7 @@ from train.config import ConfigError, TrainConfig, parse_config
 #: Allowed range of every checked field: "positive" (> 0), "non_negative" (>= 0), "unit" ([0, 1]),
 #: "fraction" ((0, 1], the end of an opponent phase). ``opponents[]`` is a field of every phase.
 RULES = {
-    "total_timesteps": "positive", "n_envs": "positive", "torch_threads": "positive",
+    "total_timesteps": "non_negative", "n_envs": "positive", "torch_threads": "positive",
     "seed": "non_negative", "eval.seed": "non_negative",
     "checkpoint_every": "positive",
     "env.n_particles": "positive", "env.max_episode_steps": "positive", "env.reward_shaping": "non_negative",
@@ -73,6 +73,8 @@ CHECKED = {path: kind for path, (kind, checked) in FIELDS.items() if checked}
 def config_with(path: str, value: Any) -> dict[str, Any]:
     """A minimal valid config mapping with ``path`` set to ``value``."""
     data: dict[str, Any] = {"total_timesteps": 1000, "ppo": {"batch_size": 8}}  # fits any rollout tried here
+    if path == "total_timesteps":
+        data["pretrain"] = {"teacher": "rule"}  # 0 steps is the warm start alone
     if path == "opponents[].until":
         data["opponents"] = [{"mix": {"random": 1.0}, "until": value}]
         return data

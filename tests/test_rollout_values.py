@@ -53,6 +53,7 @@ def test_collect_records_choices_with_rule_moves_and_the_belief_features_asked_f
     none_observations, none_values, none_moves = collect(games=4, seed=3, deck_orders=2, belief="none")
     # the same games whatever the features: the belief does not touch the deal or the players
     assert none_observations.shape[1] == BASE_SIZE and np.array_equal(none_moves, moves)
+    assert np.array_equal(none_values, values, equal_nan=True)  # same labels: a belief ablation is paired
 
 
 def _greedy_moves(model, observations: np.ndarray, legal: np.ndarray) -> np.ndarray:

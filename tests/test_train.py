@@ -216,7 +216,7 @@ def test_pretrain_clones_the_rule_player(tmp_path: Path):
 
 def test_pretrain_by_rollout_values_runs_rounds_of_policy_improvement(tmp_path: Path):
     folder = tmp_path / "improve"
-    config = parse_config(tiny(name="improve", total_timesteps=128, policy={"net_arch": [32]}, eval={"every": 0},
+    config = parse_config(tiny(name="improve", total_timesteps=0, policy={"net_arch": [32]}, eval={"every": 0},
                                pretrain={"teacher": "rule", "labels": "rollout-values", "games": 4, "rounds": 2,
                                          "deck_orders": 1, "epochs": 2, "batch_size": 64}))
     train(config, folder, quiet=True)
@@ -224,8 +224,10 @@ def test_pretrain_by_rollout_values_runs_rounds_of_policy_improvement(tmp_path: 
     assert metrics["examples"] > 10 and {"round_1/gain", "round_2/gain", "held_out_loss"} <= set(metrics)
     # Round 2 continued its playouts with round 1's student: saved for the labelling processes, compiled there.
     assert actor_params(PPOPolicy.load(folder / "pretrain" / "round_1.zip"))[0][0].shape == (32, BASE_SIZE)
-    assert read_settings(folder / "checkpoints" / "step_000000000.zip")["steps"] == 0
-    assert "pretrain/round_2/gain" in scalars(folder)
+    # total_timesteps 0: the warm start alone is the run's model, evaluated at the end like any other
+    assert [p.name for p in (folder / "checkpoints").iterdir()] == ["step_000000000.zip"]
+    assert json.loads((folder / "final_eval.json").read_text())
+    assert "pretrain/round_2/gain" in scalars(folder) and "final/win_rate/random" in scalars(folder)
 
 
 def test_pretrain_data(tmp_path: Path):

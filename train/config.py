@@ -168,7 +168,7 @@ class EvalConfig:
 class TrainConfig:
     """Everything a training run needs (see ``configs/default.yaml`` for a commented example)."""
 
-    total_timesteps: int = field(metadata=_check(_positive))
+    total_timesteps: int = field(metadata=_check(_non_negative))  # 0: the warm start alone (needs pretrain)
     name: str = "run"
     seed: int = field(default=0, metadata=_check(_seed))
     n_envs: int = field(default=8, metadata=_check(_bounded(1, 1024)))
@@ -191,7 +191,7 @@ class TrainConfig:
 
     def mix_at(self, step: int) -> dict[str, float]:
         """The opponent mix in force at ``step``."""
-        fraction = step / self.total_timesteps
+        fraction = step / self.total_timesteps if self.total_timesteps else 0.0
         for phase in self.opponents:
             if fraction < phase.until:
                 return phase.mix
@@ -344,6 +344,9 @@ def _validate(config: TrainConfig) -> None:
     if previous != 1.0:
         raise ConfigError(f"opponents[{len(config.opponents) - 1}].until must be 1.0 (the last phase ends the run), "
                           f"got {previous!r}")
+    if config.total_timesteps == 0 and config.pretrain.teacher is None:
+        raise ConfigError("total_timesteps 0 trains nothing without a warm start: set pretrain.teacher, or "
+                          "total_timesteps > 0")
     _validate_rollout_values(config)
     for key in ("teacher", "expert"):
         spec = getattr(config.pretrain, key)

@@ -202,7 +202,7 @@ def parse_sweep(data: Any, source: str = "the sweep") -> SweepConfig:
     for key in ("grace_period", "reduction_factor"):
         _need(key not in data or scheduler == "asha", f"{key} applies only to scheduler: asha")
     grace = _integer(data.get("grace_period", config.eval.every), "grace_period")
-    _need(grace <= config.total_timesteps, f"grace_period must be at most total_timesteps "
+    _need(scheduler != "asha" or grace <= config.total_timesteps, f"grace_period must be at most total_timesteps "
           f"({config.total_timesteps}), got {grace}")
     reduction = _number(data.get("reduction_factor", 2), "reduction_factor")
     _need(reduction > 1, f"reduction_factor must be > 1, got {reduction}")

@@ -40,7 +40,6 @@ import torch
 
 from agents.ppo import PPOPolicy, save_model
 from train.config import SELF, TrainConfig
-from train.evaluation.matches import make_executor
 from train.policies import resolve_policy
 from train.specs import checkpoint_path
 from train.training import rollout_values
@@ -173,10 +172,8 @@ def improve(model: Any, config: TrainConfig, seed: int, workdir: Path) -> dict[s
     gains: dict[str, float] = {}
     for round_ in range(1, settings.rounds + 1):
         seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence([seed, round_]).spawn(workers)]
-        with make_executor(workers) as pool:
-            parts = list(pool.map(rollout_values.collect, shares, seeds, [settings.deck_orders] * workers,
-                                  [config.env.belief] * workers, [base] * workers))
-        observations, values, moves = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
+        observations, values, moves = rollout_values.collect_in_processes(shares, seeds, settings.deck_orders,
+                                                                          config.env.belief, base)
         metrics = rollout_values.fit_values(model.policy, observations, values, moves, settings.epochs,
                                             seed + round_, settings.base_bonus, settings.learning_rate,
                                             settings.batch_size)

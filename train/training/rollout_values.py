@@ -23,7 +23,7 @@ docs/RESULTS.md, "Rollout improvement distilled":
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from sb3_contrib import MaskablePPO
 
 from agents.compiled_actor import actor_choice, actor_params
 from agents.ppo import PPOPolicy
+from train.evaluation.matches import make_executor
 from uno_env.belief import BeliefKind
 from uno_env.cards import NUM_ACTIONS
 from uno_env.core import legal_actions_into, pack_state, random_choice, rule_choice, seed_stream, simulate
@@ -119,6 +120,15 @@ def collect(games: int, seed: int, deck_orders: int, belief: BeliefKind,
         play_game(seats, int(rng.integers(2**62)), first_player=int(rng.integers(2)), on_deal=labeller.deal)
     observations, values, moves = zip(*labeller.records, strict=True)
     return np.array(observations), np.array(values), np.array(moves)
+
+
+def collect_in_processes(games: Sequence[int], seeds: Sequence[int], deck_orders: int, belief: BeliefKind,
+                         base: str | Path = "rule") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`collect` in one process per entry of ``games`` (with the matching seed), concatenated in order."""
+    with make_executor(len(games)) as pool:
+        parts = list(pool.map(collect, games, seeds, [deck_orders] * len(games), [belief] * len(games),
+                              [base] * len(games)))
+    return tuple(np.concatenate(arrays) for arrays in zip(*parts, strict=True))
 
 
 def fit_values(policy: Any, observations: np.ndarray, values: np.ndarray, base_moves: np.ndarray, epochs: int,
