@@ -1,11 +1,11 @@
 """A trained network's deterministic move inside compiled playouts: the actor of a checkpoint as a numba chooser.
 
-The compiled playouts of :mod:`uno_env.core` let each seat choose with any compiled *chooser*
-``(state, legal, n, stream, params) -> action``. :func:`actor_choice` is the chooser of a MaskablePPO actor:
-it encodes the seat to move as the env does (:func:`uno_env.observation.encode_state_into`, the one
-definition of the encoding), runs the actor's layers and plays the legal action with the highest logit, which
-is what :class:`~agents.ppo.PPOPolicy` plays with ``deterministic=True``. :func:`actor_params` reads the
-weights out of the torch network once.
+:func:`actor_choice` is the move of a MaskablePPO actor inside numba code: it encodes the seat to move as the
+env does (:func:`uno_env.observation.encode_state_into`, the one definition of the encoding), runs the actor's
+layers and plays the legal action with the highest logit, which is what :class:`~agents.ppo.PPOPolicy` plays
+with ``deterministic=True``. :func:`actor_params` reads the weights out of the torch network once.
+:func:`actor_simulate` plays a game to its end with the actor on one seat and a built-in policy on the other
+(the engine's :func:`uno_env.core.advance` plays everything between two of the actor's choices).
 
 Why a second forward pass besides torch's: rollout labels (:mod:`train.training.rollout_values`) continue
 millions of simulated games with the improved player; a torch call per move costs tens of microseconds of
@@ -23,7 +23,10 @@ from numba import njit
 from stable_baselines3.common.torch_layers import FlattenExtractor
 
 from agents.ppo import PPOPolicy
+from uno_env.cards import NUM_ACTIONS
+from uno_env.core import OUTCOME, advance, apply_action
 from uno_env.observation import BASE_SIZE, encode_state_into
+from uno_env.vector import CompiledOpponent
 
 #: Hidden-layer activations :func:`actor_choice` computes, by code.
 TANH, RELU = 0, 1
@@ -72,8 +75,8 @@ def _dense(weight: np.ndarray, bias: np.ndarray, x: np.ndarray, out: np.ndarray,
 
 
 @njit(cache=True)
-def actor_choice(state: np.ndarray, legal: np.ndarray, n: int, stream: np.ndarray, params: tuple) -> int:
-    """A chooser (:func:`uno_env.core.playout`): the legal action with the highest logit of the actor in ``params``.
+def actor_choice(state: np.ndarray, legal: np.ndarray, n: int, params: tuple) -> int:
+    """The legal action (of ``legal[:n]``) with the highest logit of the actor in ``params``, for the seat to move.
 
     Ties keep the lowest action id, as ``numpy.argmax`` does for :class:`~agents.ppo.PPOPolicy`.
     """
@@ -88,3 +91,33 @@ def actor_choice(state: np.ndarray, legal: np.ndarray, n: int, stream: np.ndarra
         if logits[legal[i]] > logits[best]:
             best = legal[i]
     return best
+
+
+@njit(cache=True)
+def actor_simulate(state: np.ndarray, action: int, seat: int, other_policy: int, params: tuple, seed: np.uint64,
+                   max_actions: int) -> int:
+    """:func:`uno_env.core.simulate` with the actor playing ``seat`` and a built-in policy the other seat.
+
+    Applies ``action`` to a copy of ``state``, then plays on to the end; returns the outcome (:data:`RUNNING`
+    after ``max_actions`` of the actor's choices or of the other moves between two of them).
+    """
+    game = state.copy()
+    stream = np.empty(1, dtype=np.uint64)
+    stream[0] = seed
+    apply_action(game, action, stream)
+    legal = np.empty(NUM_ACTIONS, dtype=np.int64)
+    for _ in range(max_actions):
+        n = advance(game, seat, other_policy, other_policy, stream, legal, max_actions)
+        if n == 0:
+            break
+        apply_action(game, actor_choice(game, legal, n, params), stream)
+    return game[OUTCOME]
+
+
+def compiled_opponent(policy: PPOPolicy) -> CompiledOpponent:
+    """``policy``'s actor as the opponent of the native vector env: ``UnoVectorEnv(n, opponent=...)``.
+
+    Its games are the ones :class:`~uno_env.env.UnoEnv` with ``opponent=policy`` plays from the same positions:
+    the same deterministic moves (tests/test_vector_env.py). Raises ``ValueError`` as :func:`actor_params` does.
+    """
+    return CompiledOpponent(policy.name, actor_choice, actor_params(policy))

@@ -64,7 +64,7 @@ import numpy as np
 
 from uno_env.belief import BeliefKind, make_belief
 from uno_env.cards import COPIES, NUM_CARD_TYPES
-from uno_env.core import pack_states, random_choice, rule_choice, simulate
+from uno_env.core import RANDOM_POLICY, RULE_POLICY, pack_states, simulate
 from uno_env.game import Game
 from uno_env.match import GameResult, play_game
 from uno_env.observation import encode_base
@@ -169,8 +169,8 @@ class SearchPolicy:
         # unless a subclass replaces the Python simulation (as the tests' recording players do).
         stock = type(self)._simulate is SearchPolicy._simulate and type(self)._rollout is SearchPolicy._rollout
         self._compiled_rollout = None if not stock else (
-            random_choice if self.rollout_policy is None
-            else rule_choice if type(self.rollout_policy) is RulePolicy else None)
+            RANDOM_POLICY if self.rollout_policy is None
+            else RULE_POLICY if type(self.rollout_policy) is RulePolicy else None)
         self.exploration = exploration
         self.tree_depth = math.inf if tree_depth is None else tree_depth
         self.keep_default_z = keep_default_z
@@ -369,7 +369,7 @@ class _Worlds:
                     self.pending_draw, rng)
         return game, _Uniforms(rng)
 
-    def simulate(self, k: int, action: int, choose: Callable) -> float:
+    def simulate(self, k: int, action: int, policy: int) -> float:
         """This seat's reward (win 1, draw 1/2, loss 0) of root ``action`` in world ``k``, played out compiled.
 
         The world's seed starts the kernel's random stream, so the same ``k`` replays the same luck.
@@ -378,7 +378,7 @@ class _Worlds:
         while len(self.packed) <= k:
             self._extend()
         state, seed = self.packed[k]
-        outcome = simulate(state, action, choose, choose, (), seed, _MAX_ROLLOUT_ACTIONS)
+        outcome = simulate(state, action, policy, policy, seed, _MAX_ROLLOUT_ACTIONS)
         return 1.0 if outcome == _ME else (0.0 if outcome == _OPPONENT else 0.5)
 
     def _extend(self) -> None:

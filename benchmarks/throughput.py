@@ -1,86 +1,183 @@
-"""Throughput of the rules engine and of the environment, on one core.
+"""Throughput of the rules engine and of the environments, side by side with RLCard's UNO env, on one core.
 
-    .venv/bin/python benchmarks/throughput.py            # about a minute
-    .venv/bin/python benchmarks/throughput.py --games 500 --repeats 1   # a quick look
+    .venv/bin/python benchmarks/throughput.py            # about two minutes
+    .venv/bin/python benchmarks/throughput.py --seconds 1 --repeats 1   # a quick look
+    .venv/bin/python benchmarks/throughput.py --compile   # also the one-off compile cost, cold and cached
 
 * engine: random self-play on :class:`uno_env.game.Game` (legal_actions + step), actions per second;
-* env: ``UnoEnv`` steps per second, the agent choosing uniformly among ``info["action_mask"]``, for
-  the random and the rule-based embedded opponents (an env step includes the opponent's moves and
-  the encoding of the observation and ``info``).
+* env: ``UnoEnv`` steps per CPU-second, the agent choosing uniformly among ``info["action_mask"]``, for the
+  random and the rule-based embedded opponents (an env step includes the opponent's moves and the encoding of
+  the observation and ``info``);
+* vector env: :class:`uno_env.vector.UnoVectorEnv` with N = ``--num-envs`` games, agent steps (summed over the
+  games) per CPU-second, the agents choosing uniformly among the masks (one numpy draw per batch);
+* RLCard (``pip install "uno-rl[bench]"``): ``rlcard.make("uno")``'s ``env.step`` calls per CPU-second, random
+  legal actions for both players. Every RLCard step is a decision with an observation; ours count only the
+  agent's decisions (the opponent's moves inside a step are not counted), which favours RLCard.
 
-The best of ``--repeats`` runs is reported, since slower runs measure other load on the machine.
+All measurements run in turn, ``--repeats`` rounds of each, so drifting load on a shared machine hits them alike;
+the best round of each is reported (slower rounds measure other load), and the ratio to RLCard's best.
 Results go to stdout as a Markdown table (copied into docs/BENCHMARKS.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
+import subprocess
+import sys
+import tempfile
 import time
+from collections.abc import Callable
 
 import numpy as np
 
 from uno_env import UnoEnv
 from uno_env.game import Game
+from uno_env.vector import UnoVectorEnv
+
+_COMPILE_PROBE = ("import time; t = time.perf_counter(); from uno_env.vector import UnoVectorEnv; "
+                  "e = UnoVectorEnv(4, opponent='rule', belief='counting'); _, i = e.reset(seed=0); "
+                  "e.step(i['action_mask'].argmax(1)); print(time.perf_counter() - t)")
 
 
-def engine_actions_per_second(games: int, seed: int) -> tuple[float, float]:
-    """Random self-play on the engine: (actions per second, mean actions per game)."""
+def timed(run: Callable[[], int], seconds: float) -> float:
+    """Call ``run`` (which returns how many decisions it made) until ``seconds`` of CPU time; decisions/CPU-s."""
+    decisions = 0
+    start = time.process_time()
+    while time.process_time() - start < seconds:
+        decisions += run()
+    return decisions / (time.process_time() - start)
+
+
+def engine(seed: int) -> Callable[[], int]:
+    """Random self-play on the engine, one game per call."""
     rng = np.random.default_rng(seed)
     uniforms = rng.random(1 << 20)  # a pre-drawn buffer keeps the driver's cost out of the figure
-    k = 0
-    actions = 0
-    start = time.perf_counter()
-    for g in range(games):
-        game = Game.deal(rng, g & 1)
+    state = {"k": 0, "games": 0}
+
+    def run() -> int:
+        game = Game.deal(rng, state["games"] & 1)
+        state["games"] += 1
+        actions = 0
+        k = state["k"]
         while not game.done:
             legal = game.legal_actions()
             game.step(legal[int(uniforms[k] * len(legal))])
             k = (k + 1) & ((1 << 20) - 1)
             actions += 1
-    return actions / (time.perf_counter() - start), actions / games
+        state["k"] = k
+        return actions
+
+    return run
 
 
-def env_steps_per_second(opponent: str, games: int, seed: int, belief: str = "none") -> float:
-    """``UnoEnv`` steps per second with a uniformly random agent."""
+def single_env(opponent: str, belief: str, seed: int) -> Callable[[], int]:
+    """``UnoEnv`` with a uniformly random agent, one game per call."""
     env = UnoEnv(opponent=opponent, belief=belief)
     rng = np.random.default_rng(seed)
-    # One game first, not counted: a compiled opponent (the rule player) loads its kernel on its first move,
-    # a one-off cost per process reported apart (docs/BENCHMARKS.md, "Compiled rules core").
-    _, info = env.reset(seed=seed + games)  # a seed the timed games do not use
-    terminated = False
-    while not terminated:
-        _, _, terminated, _, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
-    steps = 0
-    start = time.perf_counter()
-    for g in range(games):
-        _, info = env.reset(seed=seed + g)
+    games = iter(range(seed, seed + 10**9))
+
+    def run() -> int:
+        _, info = env.reset(seed=next(games))
+        steps = 0
         terminated = False
         while not terminated:
             legal = np.flatnonzero(info["action_mask"])
             _, _, terminated, _, info = env.step(legal[rng.integers(len(legal))])
             steps += 1
-    return steps / (time.perf_counter() - start)
+        return steps
+
+    return run
+
+
+def vector_env(opponent: str, belief: str, num_envs: int, seed: int) -> Callable[[], int]:
+    """``UnoVectorEnv`` with uniformly random agents, 50 batched steps per call."""
+    env = UnoVectorEnv(num_envs, opponent=opponent, belief=belief)
+    rng = np.random.default_rng(seed)
+    uniforms = rng.random((64, num_envs, 61), dtype=np.float32)  # pre-drawn; the pick is one multiply + argmax
+    _, info = env.reset(seed=seed)
+    state = {"info": info, "k": 0}
+
+    def run() -> int:
+        info, k = state["info"], state["k"]
+        for _ in range(50):
+            _, _, _, _, info = env.step((uniforms[k & 63] * info["action_mask"]).argmax(axis=1))
+            k += 1
+        state["info"], state["k"] = info, k
+        return 50 * num_envs
+
+    return run
+
+
+def rlcard_env(seed: int) -> Callable[[], int]:
+    """RLCard's UNO env, random legal actions for both players, one game per call."""
+    import rlcard  # the bench extra: only this measurement needs it
+
+    env = rlcard.make("uno", config={"seed": seed})
+    rng = np.random.default_rng(seed)
+
+    def run() -> int:
+        state, _ = env.reset()
+        steps = 0
+        while not env.is_over():
+            legal = list(state["legal_actions"])
+            state, _ = env.step(legal[rng.integers(len(legal))])
+            steps += 1
+        return steps
+
+    return run
+
+
+def compile_seconds() -> tuple[float, float]:
+    """Wall seconds from import to the first vector step in a fresh process: cold cache, then cached."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+        return tuple(float(subprocess.run([sys.executable, "-c", _COMPILE_PROBE], env=env, check=True,
+                                          capture_output=True, text=True).stdout) for _ in range(2))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--games", type=int, default=3000, help="games per measurement")
-    parser.add_argument("--repeats", type=int, default=3, help="runs per measurement; the best is reported")
+    parser.add_argument("--seconds", type=float, default=3.0, help="CPU seconds per measurement and round")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds of every measurement; the best is reported")
+    parser.add_argument("--num-envs", type=int, default=256, help="N of the vector env")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-rlcard", action="store_true", help="skip RLCard (not installed)")
+    parser.add_argument("--compile", action="store_true", help="also time the kernels' compilation, cold and cached")
     args = parser.parse_args()
-    if args.games < 1 or args.repeats < 1:
-        parser.error("--games and --repeats must be positive")
+    if args.seconds <= 0 or args.repeats < 1 or args.num_envs < 1:
+        parser.error("--seconds, --repeats and --num-envs must be positive")
 
-    print(f"machine: {platform.machine()}, {platform.processor() or 'cpu'}, Python {platform.python_version()}")
-    print("| measurement | per second | |")
-    print("| --- | ---: | --- |")
-    best = max((engine_actions_per_second(args.games, args.seed + r) for r in range(args.repeats)),
-               key=lambda pair: pair[0])
-    print(f"| engine, random self-play | {best[0]:,.0f} actions | {best[1]:.1f} actions per game |")
+    rows: dict[str, Callable[[], int]] = {"engine, random self-play (actions)": engine(args.seed)}
+    if not args.no_rlcard:
+        rows["RLCard `uno`, random players (decisions)"] = rlcard_env(args.seed)
     for opponent in ("random", "rule"):
-        rate = max(env_steps_per_second(opponent, args.games, args.seed + r) for r in range(args.repeats))
-        print(f"| env, random agent vs `{opponent}` opponent | {rate:,.0f} steps | |")
+        rows[f"env vs `{opponent}`, belief none (agent steps)"] = single_env(opponent, "none", args.seed)
+    rows["env vs `rule`, belief counting (agent steps)"] = single_env("rule", "counting", args.seed)
+    for opponent in ("random", "rule"):
+        for belief in ("none", "counting"):
+            rows[f"vector env N={args.num_envs} vs `{opponent}`, belief {belief} (agent steps)"] = \
+                vector_env(opponent, belief, args.num_envs, args.seed)
+    for run in rows.values():  # warm-up, not counted: kernels load (or compile) on their first call
+        run()
+    best = dict.fromkeys(rows, 0.0)
+    for _ in range(args.repeats):
+        for name, run in rows.items():
+            best[name] = max(best[name], timed(run, args.seconds))
+
+    print(f"machine: {platform.machine()}, {platform.processor() or 'cpu'}, {os.cpu_count()} cpus, "
+          f"Python {platform.python_version()}; best of {args.repeats} x {args.seconds:g} CPU-s, seed {args.seed}")
+    reference = best.get("RLCard `uno`, random players (decisions)")
+    print("| measurement | per CPU-second | x RLCard |")
+    print("| --- | ---: | ---: |")
+    for name, rate in best.items():
+        ratio = f"{rate / reference:.1f}" if reference and not name.startswith("engine") else ""
+        print(f"| {name} | {rate:,.0f} | {ratio} |")
+    if args.compile:
+        cold, cached = compile_seconds()
+        print(f"\nfirst vector step in a fresh process (import, compile or load, reset, step): "
+              f"{cold:.1f} s with an empty cache, {cached:.1f} s with the cache the first process wrote")
 
 
 if __name__ == "__main__":

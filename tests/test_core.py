@@ -175,7 +175,7 @@ def test_compiled_rule_playout_plays_the_rule_player_on_the_engine():
             replay.step(policy.act(replay.observe(replay.current)))
         if any(event[0] == RESHUFFLE for event in replay.events):
             continue
-        core.playout(state, core.rule_choice, core.rule_choice, (), core.seed_stream(0), 3000)
+        core.playout(state, core.RULE_POLICY, core.RULE_POLICY, core.seed_stream(0), 3000)
         assert (live(state) == packed(replay)).all()
         compared += 1
     assert compared > 100
@@ -185,11 +185,11 @@ def test_playouts_end_conserve_cards_and_replay_for_a_seed():
     outcomes = Counter()
     for seed in range(300):
         game = Game.deal(np.random.default_rng(seed), seed % 2)
-        choose = core.rule_choice if seed % 2 else core.random_choice
+        policy = seed % 2  # RANDOM_POLICY or RULE_POLICY
         results = []
         for _ in range(2):
             state = packed(game)
-            results.append((core.playout(state, choose, choose, (), core.seed_stream(seed), 3000), state))
+            results.append((core.playout(state, policy, policy, core.seed_stream(seed), 3000), state))
         assert results[0][0] == results[1][0] and (results[0][1] == results[1][1]).all()
         outcome, state = results[0]
         assert outcome in (0, 1, core.DRAWN) and cards_conserved(state)
@@ -203,7 +203,7 @@ def search_decision(seed: int) -> tuple[int, dict[int, tuple[int, float]]]:
     game = Game.from_scenario(scenario(["red:5", "blue:5", "green:7", "yellow:9", "wild"],
                                        ["yellow:3", "yellow:4", "red:8"], ["green:5"]), np.random.default_rng(0))
     player = SearchPolicy(simulations=300, belief="counting", keep_default_z=None)
-    assert player._compiled_rollout is core.rule_choice
+    assert player._compiled_rollout == core.RULE_POLICY
     player.reset(seed)
     player.observe_start(game.observe(0, consume_events=False))
     stats: dict[int, tuple[int, float]] = {}
@@ -231,7 +231,7 @@ def compiled_world_rewards(seed: int, action: int, order: range) -> list[float]:
     player.reset(seed)
     player.observe_start(game.observe(0, consume_events=False))
     worlds = _Worlds(player, game.observe(0))
-    return [worlds.simulate(k, action, core.random_choice) for k in order]
+    return [worlds.simulate(k, action, core.RANDOM_POLICY) for k in order]
 
 
 def test_a_compiled_simulation_depends_only_on_its_world():

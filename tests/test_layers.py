@@ -70,6 +70,16 @@ def test_belief_imports_only_the_engine():
             assert outside <= set(ENGINE), (module, outside - set(ENGINE))
 
 
+def test_the_envs_are_the_top_of_uno_env():
+    """The single env, the native vector env and the PettingZoo env are thin envs over the layers below: no module
+    of uno_env but the package itself (which registers them) imports them, and they do not import each other."""
+    envs = {"uno_env.env", "uno_env.vector", "uno_env.multiagent"}
+    bad = {(m, i) for m, imported in graph().items() if m.startswith("uno_env") and m != "uno_env"
+           for i in imported & envs}
+    assert not bad
+    assert {"uno_env.core", "uno_env.observation"} <= graph()["uno_env.vector"]
+
+
 def test_no_import_cycle():
     edges = graph()
     state: dict[str, int] = {}  # 1: on the current path, 2: done

@@ -20,6 +20,7 @@ import yaml
 from train.specs import checkpoint_path, validate_spec
 from uno_env.belief import BeliefKind
 from uno_env.cards import short_repr
+from uno_env.vector import OPPONENTS as NATIVE_OPPONENTS
 
 #: The opponent-mix key meaning "a recent checkpoint of the agent being trained" (self-play).
 SELF = "self"
@@ -172,7 +173,8 @@ class TrainConfig:
     name: str = "run"
     seed: int = field(default=0, metadata=_check(_seed))
     n_envs: int = field(default=8, metadata=_check(_bounded(1, 1024)))
-    vec_env: Literal["dummy", "subproc"] = "dummy"
+    # "native": uno_env.vector's compiled games behind train.training.native_vec (built-in opponents only).
+    vec_env: Literal["dummy", "subproc", "native"] = "dummy"
     start_method: Literal["forkserver", "spawn", "fork"] = "forkserver"
     torch_threads: int = field(default=1, metadata=_check(_bounded(1, 256)))
     checkpoint_every: int = field(default=50_000, metadata=_check(_positive))
@@ -348,6 +350,8 @@ def _validate(config: TrainConfig) -> None:
         raise ConfigError("total_timesteps 0 trains nothing without a warm start: set pretrain.teacher, or "
                           "total_timesteps > 0")
     _validate_rollout_values(config)
+    if config.vec_env == "native":
+        _validate_native(config)
     for key in ("teacher", "expert"):
         spec = getattr(config.pretrain, key)
         problem = None if spec is None else validate_spec(spec)
@@ -359,6 +363,21 @@ def _validate(config: TrainConfig) -> None:
         problem = validate_spec(name)
         if problem:
             raise ConfigError(f"eval.opponents[{i}]: unknown opponent {name!r}: {problem}")
+
+
+def _validate_native(config: TrainConfig) -> None:
+    """``vec_env: native`` plays what the compiled games can: the built-in opponents, no belief filter, no shaping."""
+    for i, phase in enumerate(config.opponents):
+        for name, weight in phase.mix.items():
+            if weight > 0 and name not in NATIVE_OPPONENTS:
+                raise ConfigError(f"opponents[{i}].mix.{name}: vec_env 'native' plays only the opponents "
+                                  f"{', '.join(map(repr, NATIVE_OPPONENTS))}; use 'dummy' or 'subproc' for {name!r}")
+    if config.env.belief not in ("none", "counting"):
+        raise ConfigError(f"env.belief must be 'none' or 'counting' with vec_env 'native', got {config.env.belief!r}")
+    if config.env.reward_shaping:
+        raise ConfigError(f"env.reward_shaping must be 0 with vec_env 'native', got {config.env.reward_shaping!r}")
+    if config.policy.critic != "public":
+        raise ConfigError(f"policy.critic must be 'public' with vec_env 'native', got {config.policy.critic!r}")
 
 
 def parse_config(data: Any) -> TrainConfig:

@@ -9,6 +9,9 @@
     obs, info = env.reset(seed=0)
     action = int(info["action_mask"].nonzero()[0][0])
     obs, reward, terminated, truncated, info = env.step(action)
+
+    # N games in one compiled call (uno_env.vector): observations (N, obs), info["action_mask"] (N, 61)
+    envs = gym.make_vec("Uno-v0", num_envs=256, vectorization_mode="vector_entry_point", opponent="rule")
 """
 
 import gymnasium as gym
@@ -25,4 +28,5 @@ __all__ = [
 ]
 
 if "Uno-v0" not in gym.registry:
-    gym.register(id="Uno-v0", entry_point="uno_env.env:UnoEnv", max_episode_steps=1000)
+    gym.register(id="Uno-v0", entry_point="uno_env.env:UnoEnv", vector_entry_point="uno_env.vector:UnoVectorEnv",
+                 max_episode_steps=1000)

@@ -11,7 +11,11 @@ Two layers:
 * **Kernels** over one game's state packed in an int64 vector (:func:`pack_state`, layout below): legal
   actions, a play, a draw with its reshuffle and the draw-impossible end, the rule-based player's decision
   (:func:`rule_action`, which :class:`~uno_env.opponents.RulePolicy` calls), and a playout to the end of the
-  game with a compiled chooser for each seat (:func:`playout`; :func:`simulate`, the search player's rollouts).
+  game with a built-in policy for each seat (:func:`playout`; :func:`simulate`, the search player's rollouts;
+  :func:`advance`, which stops where another player, compiled elsewhere, chooses).
+
+Why policies are codes, not compiled functions passed in: numba compiles a kernel for each function argument
+anew in every process (the cache does not recognise the function type again), which cost 8 s per process.
 
 Why :class:`~uno_env.game.Game` keeps Python lists instead of this packed state: a numba call costs about half a
 microsecond of dispatch and every read of a numpy scalar from Python about 0.2 µs, which would make the
@@ -37,6 +41,7 @@ from uno_env.cards import (
     DECK_SIZE,
     DRAW2,
     DRAW_ACTION,
+    HAND_SIZE,
     NUM_ACTIONS,
     NUM_CARD_TYPES,
     NUM_COLOURED_RANKS,
@@ -46,9 +51,13 @@ from uno_env.cards import (
     WILD,
     WILD_DRAW4,
     action_card,
+    card_colour,
     card_rank,
+    full_deck,
 )
 
+#: Built-in policies of the playouts: uniformly random, and the rule player.
+RANDOM_POLICY, RULE_POLICY = 0, 1
 #: Outcome codes: a running game (the kernels' stand-in for ``Game.outcome is None``), a drawn game; else the
 #: winning seat.
 RUNNING, DRAWN = -2, -1
@@ -228,11 +237,7 @@ def _reshuffle(state: np.ndarray, stream: np.ndarray) -> None:
     state[DISCARD_LEN] = 1
     deck_len += moved
     state[DECK_LEN] = deck_len
-    for i in range(deck_len - 1, 0, -1):  # Fisher-Yates
-        j = below(stream, i + 1)
-        card = state[DECK + i]
-        state[DECK + i] = state[DECK + j]
-        state[DECK + j] = card
+    _shuffle(state[DECK:DECK + deck_len], stream)
 
 
 @njit(cache=True)
@@ -299,47 +304,52 @@ def rule_action(hand: np.ndarray, opponent_hand_size: int, legal: np.ndarray, n:
 
 
 @njit(cache=True)
-def random_choice(state: np.ndarray, legal: np.ndarray, n: int, stream: np.ndarray, params: tuple) -> int:
-    """A chooser (see :func:`playout`): a uniformly random legal action, as the ``random`` player."""
-    return legal[below(stream, n)]
-
-
-@njit(cache=True)
-def rule_choice(state: np.ndarray, legal: np.ndarray, n: int, stream: np.ndarray, params: tuple) -> int:
-    """A chooser (see :func:`playout`): the rule-based player's action for the seat to move."""
+def choose(state: np.ndarray, legal: np.ndarray, n: int, policy: int, stream: np.ndarray) -> int:
+    """The built-in ``policy``'s choice among ``legal[:n]`` for the seat to move: :data:`RULE_POLICY` (the rule
+    player) or :data:`RANDOM_POLICY` (uniform, drawing from ``stream``)."""
+    if policy == RANDOM_POLICY:
+        return legal[below(stream, n)]
     seat = state[CURRENT]
     hand = state[HANDS + _N * seat:HANDS + _N * (seat + 1)]
     return rule_action(hand, state[HAND_SIZES + 1 - seat], legal, n)
 
 
 @njit(cache=True)
-def playout(state: np.ndarray, choose0, choose1, params: tuple, stream: np.ndarray, max_actions: int) -> int:
-    """Play the game on until it ends, seat 0 choosing with ``choose0`` and seat 1 with ``choose1``.
+def advance(state: np.ndarray, stop_seat: int, policy0: int, policy1: int, stream: np.ndarray, legal: np.ndarray,
+            max_actions: int) -> int:
+    """Play on, seat 0 with built-in ``policy0`` and seat 1 with ``policy1``, until ``stop_seat`` has a choice.
 
-    A *chooser* is a compiled function ``(state, legal, n, stream, params) -> action`` picking one of
-    ``legal[:n]`` (n > 1) for the seat to move (``state[CURRENT]``): :func:`random_choice`, :func:`rule_choice`,
-    or one compiled elsewhere, such as a network's actor (:mod:`agents.compiled_actor`), reading its weights
-    from ``params``. Numba compiles one playout per pair of choosers. Returns the outcome; :data:`RUNNING` if
-    ``max_actions`` actions did not finish the game.
+    Forced moves (a single legal action) are played for ``stop_seat`` too. Returns how many legal actions
+    ``stop_seat`` has then (written to ``legal``), or 0 once the game is over or ``max_actions`` actions were
+    played. With ``stop_seat`` -1 it plays to the end (:func:`playout`); with a seat, a caller plays that seat's
+    choices with a policy compiled elsewhere (:mod:`agents.compiled_actor`).
     """
-    legal = np.empty(NUM_ACTIONS, dtype=np.int64)
     for _ in range(max_actions):
         if state[OUTCOME] != RUNNING:
-            break
+            return 0
         n = legal_actions_into(state, legal)
+        seat = state[CURRENT]
         if n == 1:
             action = legal[0]
-        elif state[CURRENT] == 0:
-            action = choose0(state, legal, n, stream, params)
+        elif seat == stop_seat:
+            return n
         else:
-            action = choose1(state, legal, n, stream, params)
+            action = choose(state, legal, n, policy0 if seat == 0 else policy1, stream)
         apply_action(state, action, stream)
+    return 0
+
+
+@njit(cache=True)
+def playout(state: np.ndarray, policy0: int, policy1: int, stream: np.ndarray, max_actions: int) -> int:
+    """Play until the game ends, seat 0 with ``policy0`` and seat 1 with ``policy1`` (:data:`RANDOM_POLICY` or
+    :data:`RULE_POLICY`). Returns the outcome; :data:`RUNNING` if ``max_actions`` actions did not finish it."""
+    legal = np.empty(NUM_ACTIONS, dtype=np.int64)
+    advance(state, -1, policy0, policy1, stream, legal, max_actions)
     return state[OUTCOME]
 
 
 @njit(cache=True)
-def simulate(state: np.ndarray, action: int, choose0, choose1, params: tuple, seed: np.uint64,
-             max_actions: int) -> int:
+def simulate(state: np.ndarray, action: int, policy0: int, policy1: int, seed: np.uint64, max_actions: int) -> int:
     """One search simulation: apply ``action`` to a copy of ``state``, then :func:`playout`; the outcome.
 
     The random stream starts from ``seed``, so the same world and seed replay the same simulation.
@@ -348,4 +358,57 @@ def simulate(state: np.ndarray, action: int, choose0, choose1, params: tuple, se
     stream = np.empty(1, dtype=np.uint64)
     stream[0] = seed
     apply_action(game, action, stream)
-    return playout(game, choose0, choose1, params, stream, max_actions)
+    return playout(game, policy0, policy1, stream, max_actions)
+
+
+# ---------------------------------------------------------------------- the deal (issue 12: the native vector env)
+_FULL_DECK = np.array(full_deck(), dtype=np.int64)
+_COLOUR_OF = tuple(card_colour(card) for card in range(_N))
+
+
+@njit(cache=True)
+def _shuffle(cards: np.ndarray, stream: np.ndarray) -> None:
+    """Fisher-Yates shuffle of ``cards`` in place from the stream (the reshuffle's and the deal's)."""
+    for i in range(len(cards) - 1, 0, -1):
+        j = below(stream, i + 1)
+        card = cards[i]
+        cards[i] = cards[j]
+        cards[j] = card
+
+
+@njit(cache=True)
+def deal_into(state: np.ndarray, stream: np.ndarray, first_player: int) -> None:
+    """Deal a fresh game into ``state`` as :meth:`~uno_env.game.Game.deal` does (RULES.md, "Set-up").
+
+    The same steps in the same order: shuffle the 108 cards, deal 7 to each seat in turn (seat 0 first) from
+    the deck's end, reshuffle the rest while a wild would start the pile, turn up the top card. The shuffles draw
+    from the kernel ``stream``, not a ``Generator``, so the same seed gives another game than ``Game.deal``'s.
+    ``first_player`` is the seat to move; -1 draws it from the stream (a coin flip).
+    """
+    if first_player < 0:
+        first_player = below(stream, 2)
+    state[:] = 0
+    deck = state[DECK:DECK + DECK_SIZE]
+    deck[:] = _FULL_DECK
+    _shuffle(deck, stream)
+    n = DECK_SIZE
+    for _ in range(HAND_SIZE):
+        for seat in range(2):
+            n -= 1
+            state[HANDS + _N * seat + deck[n]] += 1
+    while deck[n - 1] >= WILD:  # a wild may not start the pile: put it back, reshuffle, turn again
+        _shuffle(deck[:n], stream)
+    n -= 1
+    top = deck[n]
+    deck[n:] = 0  # the dealt cards' old slots: unused, as after pack_state
+    state[DECK_LEN] = n
+    state[DISCARD] = top
+    state[DISCARD_LEN] = 1
+    state[COUNTS + top] = 1
+    state[HAND_SIZES] = HAND_SIZE
+    state[HAND_SIZES + 1] = HAND_SIZE
+    state[COLOUR] = _COLOUR_OF[top]
+    state[TOP_RANK] = _RANK_OF[top]
+    state[PENDING] = 0
+    state[CURRENT] = first_player
+    state[OUTCOME] = RUNNING

@@ -23,7 +23,7 @@ docs/RESULTS.md, "Rollout improvement distilled":
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +31,12 @@ import numpy as np
 import torch
 from sb3_contrib import MaskablePPO
 
-from agents.compiled_actor import actor_choice, actor_params
+from agents.compiled_actor import actor_choice, actor_params, actor_simulate
 from agents.ppo import PPOPolicy
 from train.evaluation.matches import make_executor
 from uno_env.belief import BeliefKind
 from uno_env.cards import NUM_ACTIONS
-from uno_env.core import legal_actions_into, pack_state, random_choice, rule_choice, seed_stream, simulate
+from uno_env.core import RANDOM_POLICY, RULE_POLICY, choose, legal_actions_into, pack_state, seed_stream, simulate
 from uno_env.env import UnoEnv
 from uno_env.game import Game
 from uno_env.match import play_game
@@ -48,26 +48,28 @@ from uno_env.view import PublicView
 SCALE = 10.0
 _MAX_ROLLOUT_ACTIONS = 5_000
 #: The base players built into the kernels, by name; any other base is a checkpoint's path.
-BUILT_IN_BASES = {"rule": rule_choice, "random": random_choice}
+BUILT_IN_BASES = {"rule": RULE_POLICY, "random": RANDOM_POLICY}
 
 
-def move_values(game: Game, deck_orders: int, rng: np.random.Generator, player: Callable = rule_choice,
-                params: tuple = ()) -> np.ndarray:
-    """Mean outcome for the seat to move of each legal move (NaN: illegal), continued by ``player`` on that
+def move_values(game: Game, deck_orders: int, rng: np.random.Generator, policy: int = RULE_POLICY,
+                params: tuple | None = None) -> np.ndarray:
+    """Mean outcome for the seat to move of each legal move (NaN: illegal), continued by the base player on that
     seat and ``rule`` on the other.
 
-    ``player`` is a compiled chooser with its ``params`` (:func:`uno_env.core.playout`): ``rule`` by default,
-    or a network's actor (:func:`agents.compiled_actor.actor_choice` with :func:`~agents.compiled_actor.actor_params`).
+    The base player is the built-in ``policy`` (:data:`~uno_env.core.RULE_POLICY` or
+    :data:`~uno_env.core.RANDOM_POLICY`), or the actor whose :func:`~agents.compiled_actor.actor_params` are
+    ``params``.
     """
     seat = game.current
-    choosers = (player, rule_choice) if seat == 0 else (rule_choice, player)
+    policies = (policy, RULE_POLICY) if seat == 0 else (RULE_POLICY, policy)
     decks = [game.deck] + [rng.permutation(game.deck) for _ in range(deck_orders - 1)]
     states = [pack_state(game.hands, deck, game.discard, game.active_colour, seat, game.pending_draw)
               for deck in decks]
     seeds = rng.integers(2**63, size=deck_orders).astype(np.uint64)
     values = np.full(NUM_ACTIONS, np.nan)
     for action in game.legal_actions():
-        outcomes = [simulate(state, action, *choosers, params, seed, _MAX_ROLLOUT_ACTIONS)
+        outcomes = [simulate(state, action, *policies, seed, _MAX_ROLLOUT_ACTIONS) if params is None
+                    else actor_simulate(state, action, seat, RULE_POLICY, params, seed, _MAX_ROLLOUT_ACTIONS)
                     for state, seed in zip(states, seeds, strict=True)]
         # +1 a win, -1 a loss, 0 a draw or a playout cut at the action cap
         values[action] = np.mean([(outcome == seat) - (outcome == 1 - seat) for outcome in outcomes])
@@ -81,9 +83,9 @@ class _Labeller:
     def __init__(self, deck_orders: int, belief: BeliefKind, base: str | Path) -> None:
         self.needs = Needs(belief)  # the observations recorded carry these belief features
         self.deck_orders = deck_orders
-        # The base player chooses through its compiled chooser, in real play as in the playouts.
-        self.player, self.params = (BUILT_IN_BASES[base], ()) if base in BUILT_IN_BASES else (
-            actor_choice, actor_params(PPOPolicy.load(base)))
+        # The base player chooses by its compiled code, in real play as in the playouts.
+        self.policy = BUILT_IN_BASES.get(str(base), RULE_POLICY)
+        self.params = None if base in BUILT_IN_BASES else actor_params(PPOPolicy.load(base))
         self.game: Game | None = None
         self.rng = np.random.default_rng()
         self.stream = seed_stream(0)  # the random base player's draws in real play
@@ -103,8 +105,9 @@ class _Labeller:
         n = legal_actions_into(state, self.legal)
         if n == 1:
             return int(self.legal[0])
-        move = int(self.player(state, self.legal, n, self.stream, self.params))
-        values = move_values(game, self.deck_orders, self.rng, self.player, self.params)
+        move = int(choose(state, self.legal, n, self.policy, self.stream) if self.params is None
+                   else actor_choice(state, self.legal, n, self.params))
+        values = move_values(game, self.deck_orders, self.rng, self.policy, self.params)
         self.records.append((np.asarray(view.observation, np.float32), values.astype(np.float32), move))
         return move
 

@@ -46,7 +46,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import Logger, TensorBoardOutputFormat
 from stable_baselines3.common.utils import LinearSchedule
-from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor
 from torch.utils.tensorboard import SummaryWriter
 
 from agents.files import copy_file, write_text
@@ -57,6 +57,7 @@ from train.evaluation.belief_quality import METRICS, cluster_mean, measure_quali
 from train.evaluation.matches import MatchResult, evaluate, format_table, make_executor
 from train.policies import resolve_policy
 from train.specs import label
+from train.training.native_vec import NativeVecEnv
 from train.training.opponent_mix import OpponentMix, OpponentMixWrapper, opponent_belief
 from train.training.pretrain import warm_start
 from uno_env.env import UnoEnv
@@ -358,6 +359,11 @@ def build_vec_env(config: TrainConfig, seed: int) -> VecEnv:
     """The vectorized training envs; the first games use the schedule's fixed players until the pool exists."""
     first_mix = {k: v for k, v in config.opponents[0].mix.items() if k != SELF and v > 0} or {"random": 1.0}
     env_options = config_to_dict(config)["env"]
+    if config.vec_env == "native":  # the config checked that the schedule and env settings compile
+        venv = NativeVecEnv(config.n_envs, first_mix, env_options["first_player"], env_options["belief"],
+                            env_options["max_episode_steps"])
+        venv.seed(seed)
+        return VecMonitor(venv)
     vec_cls, vec_kwargs = (SubprocVecEnv, {"start_method": config.start_method}) if config.vec_env == "subproc" \
         else (DummyVecEnv, {})
     return make_vec_env(partial(make_env, env_options, first_mix, opponent_belief(config), config.ppo.gamma,
@@ -547,7 +553,12 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
         model.logger.dump(0)
     callback.record = SessionRecord(run_dir, start_step, pretrain_metrics)
     if pretrain_metrics:
-        callback.save_checkpoint()  # step 0: the warm start alone, so what PPO adds to it can be measured
+        # Step 0: the warm start alone is kept, so what PPO adds to it can be measured, and evaluated with the
+        # others, so it competes for best_model.zip (PPO may make it worse).
+        if config.eval.every:
+            callback.run_evaluation()
+        else:
+            callback.save_checkpoint()
     try:
         callback.sync_opponents()
         remaining = config.total_timesteps - model.num_timesteps

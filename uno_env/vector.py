@@ -1,0 +1,462 @@
+"""The native vector env: N games of two-player UNO stepped in one compiled call (``Uno-v0``'s ``vector_entry_point``).
+
+``gym.make_vec("Uno-v0", num_envs=N, vectorization_mode="vector_entry_point", opponent="rule")`` gives a
+:class:`UnoVectorEnv`. Each step applies the N agents' actions, lets each game's built-in opponent (``random`` or
+``rule``) move until it is the agent's turn again, and encodes the N observations, all inside one numba kernel
+over the packed game states of :mod:`uno_env.core`: the rules are core's kernels (``legal_actions_into``,
+``apply_action``, ``choose`` for the built-in players), the observation is
+:func:`uno_env.observation.encode_seat_into` (the one definition of the encoding) and the ``counting`` belief
+features :func:`uno_env.observation.counting_features_into`. Python runs once per batch, not once per game.
+
+Randomness and seeds (docs/DECISIONS.md, "Native vector env"). Each sub-env owns a splitmix64 stream
+(:func:`uno_env.core.below`) that deals its games (:func:`uno_env.core.deal_into`), reshuffles, flips the coin
+for the first player, draws the opponent of a mix and makes the ``random`` opponent's choices. ``reset(seed=s)``
+starts sub-env ``i``'s stream from ``s + i`` (Gymnasium's convention for vector envs), so a seed replays the same
+games, and sub-env ``i`` of a vector seeded ``s`` plays the games of sub-env 0 of one seeded ``s + i``.
+
+These are not the games :class:`~uno_env.env.UnoEnv` deals for the same seed: the single env shuffles with a
+``numpy.random.Generator`` (:mod:`uno_env.seat`), which compiled code cannot call, and dealing every new game in
+Python would cost more than the rest of a game's steps together. What "the same as N single envs" means here is
+therefore: from the same position (:meth:`UnoVectorEnv.scenario` gives a sub-env's position as a RULES.md
+scenario for ``UnoEnv.reset(options={"scenario": ...})``), with a deterministic opponent (``rule``) and the same
+actions, both give the same observations, masks, rewards and terminations until the first reshuffle, after
+which each shuffles with its own generator (tests/test_vector_env.py). With the ``random`` opponent they agree
+in distribution only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+from numba import njit
+
+from uno_env import core
+from uno_env.cards import CARD_NAMES, COLOURS, DRAW_ACTION, NUM_ACTIONS, NUM_CARD_TYPES, action_name
+from uno_env.game import IllegalActionError
+from uno_env.observation import BASE_SIZE, SeatObserver, counting_features_into, encode_seat_into
+
+AGENT, OPPONENT = 0, 1
+#: The built-in opponents the kernel plays, by code (the index: core's RANDOM_POLICY, RULE_POLICY); a
+#: :class:`CompiledOpponent` has the next code.
+OPPONENTS: tuple[str, ...] = ("random", "rule")
+assert OPPONENTS.index("random") == core.RANDOM_POLICY and OPPONENTS.index("rule") == core.RULE_POLICY
+_COMPILED = len(OPPONENTS)
+_FIRST_PLAYER = {"agent": AGENT, "opponent": OPPONENT, "random": -1}
+_AUTORESET = {AutoresetMode.NEXT_STEP: 0, AutoresetMode.SAME_STEP: 1, AutoresetMode.DISABLED: 2}
+_SAME_STEP = 1
+_NO_LIMIT = 2**62
+
+
+@dataclass(frozen=True)
+class CompiledOpponent:
+    """A player compiled into the kernel, to sit as the opponent: a chooser and the parameters it reads.
+
+    ``chooser`` is a numba-compiled function ``(state, legal, n, params) -> action`` choosing one of
+    ``legal[:n]`` for the seat to move; ``name`` labels its games (``info["opponent"]``). A checkpoint's actor
+    is one: :func:`agents.compiled_actor.compiled_opponent` (:func:`~agents.compiled_actor.actor_choice`).
+    """
+
+    name: str
+    chooser: Callable[..., int]
+    params: tuple
+
+
+# ---------------------------------------------------------------------------------------------- kernels
+@njit(cache=True)
+def _opponent_moves(state: np.ndarray, stream: np.ndarray, legal: np.ndarray, opponent: int, chooser,
+                    params: tuple) -> None:
+    """The opponent's moves until the agent is to move or the game is over."""
+    while state[core.OUTCOME] == core.RUNNING and state[core.CURRENT] == OPPONENT:
+        n = core.legal_actions_into(state, legal)
+        action = legal[0]
+        if n > 1:
+            if opponent != _COMPILED:  # the codes of the built-in opponents are core's policy codes
+                action = core.choose(state, legal, n, opponent, stream)
+            # numba drops this branch when chooser is None (no compiled opponent): kernels whose arguments include
+            # a compiled function are not cached on disk, so the built-in opponents' kernels keep None here.
+            if chooser is not None and opponent == _COMPILED:
+                action = chooser(state, legal, n, params)
+        core.apply_action(state, action, stream)
+
+
+@njit(cache=True)
+def _new_game(state: np.ndarray, stream: np.ndarray, legal: np.ndarray, first_player: int,
+              opponent_cdf: np.ndarray, chooser, params: tuple) -> int:
+    """Deal a game, draw its opponent from the mix and play the opponent's opening moves; returns the opponent."""
+    while True:
+        opponent = 0
+        if opponent_cdf[0] < 1.0:  # a mix: one draw per game
+            u = core.below(stream, 1 << 53) / 9007199254740992.0
+            while u >= opponent_cdf[opponent]:
+                opponent += 1
+        core.deal_into(state, stream, first_player)
+        _opponent_moves(state, stream, legal, opponent, chooser, params)
+        # Going first, the opponent may (very rarely: a hand of skips and reverses) go out before the agent's first
+        # decision. A vector env cannot report a game that ended at its reset, so that deal is dealt again.
+        if state[core.OUTCOME] == core.RUNNING:
+            return opponent
+
+
+@njit(cache=True)
+def _observe(state: np.ndarray, legal: np.ndarray, obs: np.ndarray, mask: np.ndarray, counting: bool) -> None:
+    """The agent's observation and mask (int8) of a game; after the game only "draw" is set, as in UnoEnv."""
+    n = core.legal_actions_into(state, legal)  # the agent's: it is to move whenever the game runs here
+    mask[:] = 0
+    for k in range(n):
+        mask[legal[k]] = 1
+    if n == 0:
+        mask[DRAW_ACTION] = 1
+    encode_seat_into(state, AGENT, legal, n, obs[:BASE_SIZE])
+    if counting:
+        counting_features_into(state, AGENT, obs[BASE_SIZE:])
+
+
+@njit(cache=True)
+def _reset_kernel(states: np.ndarray, streams: np.ndarray, opponents: np.ndarray, steps: np.ndarray,
+                  ended: np.ndarray, which: np.ndarray, opponent_cdf: np.ndarray, chooser, params: tuple,
+                  first_player: int, counting: bool, obs: np.ndarray, masks: np.ndarray) -> None:
+    """New games in the sub-envs where ``which`` is set; every observation and mask written."""
+    legal = np.empty(NUM_ACTIONS, dtype=np.int64)
+    for i in range(states.shape[0]):
+        if which[i]:
+            opponents[i] = _new_game(states[i], streams[i:i + 1], legal, first_player, opponent_cdf, chooser, params)
+            steps[i] = 0
+            ended[i] = False
+        _observe(states[i], legal, obs[i], masks[i], counting)
+
+
+@njit(cache=True)
+def _step_kernel(states: np.ndarray, streams: np.ndarray, opponents: np.ndarray, steps: np.ndarray,
+                 ended: np.ndarray, actions: np.ndarray, opponent_cdf: np.ndarray, chooser, params: tuple,
+                 first_player: int, max_steps: int, autoreset: int, counting: bool, obs: np.ndarray,
+                 masks: np.ndarray, rewards: np.ndarray, terminated: np.ndarray, truncated: np.ndarray,
+                 success: np.ndarray, illegal: np.ndarray, finished_by: np.ndarray, final_obs: np.ndarray) -> None:
+    """One step of every sub-env (see :meth:`UnoVectorEnv.step`); ``masks`` holds the masks of the last step.
+
+    ``finished_by[i]`` is the opponent code of a game that ended in this step, -1 elsewhere. An action outside the
+    mask forfeits the game (``illegal[i]``); "raise" mode refused such actions before the call.
+    """
+    legal = np.empty(NUM_ACTIONS, dtype=np.int64)
+    for i in range(states.shape[0]):
+        state = states[i]
+        stream = streams[i:i + 1]
+        rewards[i] = 0.0
+        terminated[i] = truncated[i] = success[i] = illegal[i] = False
+        finished_by[i] = -1
+        if ended[i]:  # next-step autoreset: the game ended in the last step, this step starts the next one
+            opponents[i] = _new_game(state, stream, legal, first_player, opponent_cdf, chooser, params)
+            steps[i] = 0
+            ended[i] = False
+        else:
+            action = actions[i]
+            if 0 <= action < NUM_ACTIONS and masks[i, action]:
+                core.apply_action(state, action, stream)
+                _opponent_moves(state, stream, legal, opponents[i], chooser, params)
+            else:
+                state[core.OUTCOME] = OPPONENT  # an illegal action loses the game (UnoEnv's illegal_action="lose")
+                illegal[i] = True
+            steps[i] += 1
+            outcome = state[core.OUTCOME]
+            if outcome != core.RUNNING:
+                terminated[i] = True
+                rewards[i] = 1.0 if outcome == AGENT else (-1.0 if outcome == OPPONENT else 0.0)
+                success[i] = outcome == AGENT
+            elif steps[i] >= max_steps:
+                truncated[i] = True
+            if terminated[i] or truncated[i]:
+                finished_by[i] = opponents[i]
+                if autoreset == _SAME_STEP:
+                    _observe(state, legal, final_obs[i], masks[i], counting)
+                    opponents[i] = _new_game(state, stream, legal, first_player, opponent_cdf, chooser, params)
+                    steps[i] = 0
+                else:
+                    ended[i] = True
+        _observe(state, legal, obs[i], masks[i], counting)
+
+
+# ---------------------------------------------------------------------------------------------- the env
+class UnoVectorEnv(VectorEnv):
+    """N two-player UNO games against built-in opponents, stepped together by one compiled kernel.
+
+    ## Description
+    Each sub-env is the game of :class:`~uno_env.env.UnoEnv` (RULES.md) from the agent's seat, against the
+    ``random`` or ``rule`` opponent moving inside the kernel; the module docstring says how seeds map to games and
+    in what sense the games equal the single env's. Skip, Reverse, +2 and +4 give their player another turn;
+    forced draws are agent decisions with one legal action.
+
+    ## Action Space
+    ``MultiDiscrete([61] * N)``: one action per sub-env, laid out as the single env's ``Discrete(61)``.
+    An integer array of shape ``(N,)``; legal actions are ``info["action_mask"]`` (int8, ``(N, 61)``), never all
+    zero. After a game ends (next-step autoreset) the sub-env's next action is ignored: that step starts a new game.
+
+    ## Observation Space
+    ``Box`` of shape ``(N, 294 + B)``, float32: row ``i`` is the single env's flat observation of sub-env ``i``
+    (:mod:`uno_env.observation`), with ``B = 60`` belief features for ``belief="counting"``, 0 for ``"none"``.
+
+    ## Rewards
+    +1 when the agent wins, -1 when it loses, 0 for a drawn game and on every other step.
+
+    ## Episode End
+    Terminated when a game ends (RULES.md) or, with ``illegal_action="lose"``, on an illegal action
+    (``info["illegal_action"]``); truncated after ``max_episode_steps`` agent steps (1,000 through
+    ``gym.make_vec``). Autoreset (``metadata["autoreset_mode"]``, Gymnasium 1.x's conventions):
+
+    * ``NEXT_STEP`` (the default): the step after a game's end deals the next game (reward 0, not terminated);
+    * ``SAME_STEP``: the ending step already returns the next game's observation; the ended game's is in
+      ``info["final_obs"]`` (an ``(N, obs)`` array, rows valid where ``info["_final_obs"]``);
+    * ``DISABLED``: ended sub-envs must be reset with ``reset(options={"reset_mask": mask})`` before the next step.
+
+    ``info`` holds ``"action_mask"`` after every reset and step; after a step where games ended, ``"is_success"``
+    (the agent won) and ``"opponent"`` (who played it: an index into :attr:`opponent_names`), each with its Gymnasium
+    ``"_key"`` mask of the sub-envs whose game ended; ``"illegal_action"`` likewise when one was played.
+
+    ## Arguments
+    * ``num_envs``: N, a positive int.
+    * ``opponent``: ``"random"``, ``"rule"``, a mix ``{"random": w, "rule": w}`` of non-negative weights (each
+      game's opponent drawn from it), or a :class:`CompiledOpponent` (a checkpoint trained with ``belief="none"``:
+      :func:`agents.compiled_actor.compiled_opponent`). Other players (search, belief checkpoints) need
+      ``vectorization_mode="sync"``.
+    * ``first_player``: ``"agent"``, ``"opponent"`` or ``"random"`` (50/50, the default).
+    * ``belief``: ``"none"`` or ``"counting"`` (the particle filter is not compiled: use ``"sync"`` for it).
+    * ``illegal_action``: ``"lose"`` (the default, as ``UnoEnv``) or ``"raise"``
+      (:class:`~uno_env.game.IllegalActionError` naming the sub-env; nothing is stepped).
+    * ``max_episode_steps``: agent steps before truncation, ``None`` for no limit.
+    * ``autoreset_mode``: an :class:`~gymnasium.vector.AutoresetMode` or its value (``"NextStep"``, ...).
+    * ``render_mode``: only ``None``: render one game with ``UnoEnv`` from :meth:`scenario`.
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+
+    def __init__(
+        self,
+        num_envs: int,
+        opponent: str | Mapping[str, float] | CompiledOpponent = "random",
+        first_player: str = "random",
+        belief: str = "none",
+        illegal_action: str = "lose",
+        max_episode_steps: int | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        render_mode: str | None = None,
+    ) -> None:
+        if not isinstance(num_envs, int | np.integer) or isinstance(num_envs, bool) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        if first_player not in _FIRST_PLAYER:
+            raise ValueError(f"first_player must be 'agent', 'opponent' or 'random', got {first_player!r}")
+        if belief not in ("none", "counting"):
+            raise ValueError(f"belief must be 'none' or 'counting' in the native vector env, got {belief!r} "
+                             "(the particle filter is not compiled: use vectorization_mode='sync')")
+        if illegal_action not in ("lose", "raise"):
+            raise ValueError(f"illegal_action must be 'lose' or 'raise', got {illegal_action!r}")
+        if max_episode_steps is not None and (not isinstance(max_episode_steps, int | np.integer)
+                                              or isinstance(max_episode_steps, bool) or max_episode_steps < 1):
+            raise ValueError(f"max_episode_steps must be a positive int or None, got {max_episode_steps!r}")
+        if render_mode is not None:
+            raise ValueError(f"render_mode must be None in the native vector env, got {render_mode!r} (render a "
+                             "sub-env's game with UnoEnv from scenario(i))")
+        try:
+            mode = AutoresetMode(autoreset_mode)
+        except ValueError:
+            raise ValueError(f"autoreset_mode must be one of {[m.value for m in AutoresetMode]}, "
+                             f"got {autoreset_mode!r}") from None
+        self.num_envs = int(num_envs)
+        self.metadata = {**self.metadata, "autoreset_mode": mode}
+        self.render_mode = None
+        self.first_player = first_player
+        self.belief = belief
+        self.illegal_action = illegal_action
+        self.max_episode_steps = max_episode_steps
+        self.set_opponent_mix(opponent)
+
+        channels = SeatObserver(belief).channels()
+        high = np.concatenate([high for _, _, high in channels]).astype(np.float32)
+        self.single_observation_space = spaces.Box(0.0, high, (high.size,), np.float32)
+        self.single_action_space = spaces.Discrete(NUM_ACTIONS)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+
+        n, size = self.num_envs, high.size
+        self._states = np.zeros((n, core.STATE_SIZE), dtype=np.int64)
+        self._streams: np.ndarray | None = None  # one splitmix64 state per sub-env, set by the first reset
+        self._opponents = np.zeros(n, dtype=np.int64)
+        self._steps = np.zeros(n, dtype=np.int64)
+        self._ended = np.zeros(n, dtype=np.bool_)
+        self._obs = np.zeros((n, size), dtype=np.float32)
+        self._masks = np.zeros((n, NUM_ACTIONS), dtype=np.int8)
+        self._rewards = np.zeros(n, dtype=np.float64)
+        self._terminated = np.zeros(n, dtype=np.bool_)
+        self._truncated = np.zeros(n, dtype=np.bool_)
+        self._success = np.zeros(n, dtype=np.bool_)
+        self._illegal = np.zeros(n, dtype=np.bool_)
+        self._finished_by = np.zeros(n, dtype=np.int64)
+        # Only SAME_STEP writes final observations; the other modes pass a placeholder the kernel never touches.
+        self._final_obs = np.zeros((n if mode == AutoresetMode.SAME_STEP else 1, size), dtype=np.float32)
+
+    @staticmethod
+    def _mix(opponent: str | Mapping[str, float]) -> dict[str, float]:
+        """The opponent argument as weights over :data:`OPPONENTS`; ``ValueError`` naming what is wrong."""
+        if isinstance(opponent, str):
+            opponent = {opponent: 1.0}
+        if not isinstance(opponent, Mapping):
+            raise ValueError(f"opponent must be 'random', 'rule' or a mix of them, got {opponent!r} (other players "
+                             "need vectorization_mode='sync')")
+        unknown = [name for name in opponent if name not in OPPONENTS]
+        if unknown:
+            raise ValueError(f"the native vector env plays the opponents {', '.join(map(repr, OPPONENTS))}; got "
+                             f"{', '.join(map(repr, unknown))} (other players need vectorization_mode='sync')")
+        mix = {}
+        for name, weight in opponent.items():
+            if isinstance(weight, bool) or not isinstance(weight, int | float) or not weight >= 0:
+                raise ValueError(f"opponent weight of {name!r} must be a non-negative number, got {weight!r}")
+            if weight > 0:
+                mix[name] = float(weight)
+        if not mix:
+            raise ValueError(f"opponent mix needs a positive weight, got {dict(opponent)!r}")
+        return mix
+
+    def set_opponent_mix(self, opponent: str | Mapping[str, float] | CompiledOpponent) -> None:
+        """Draw each next game's opponent from ``opponent`` (as the constructor's); games under way keep theirs."""
+        if isinstance(opponent, CompiledOpponent):
+            mix, cdf = {opponent.name: 1.0}, np.array([0.0, 0.0, 1.0])
+            self._chooser, self._params = opponent.chooser, opponent.params
+            self.opponent_names = (*OPPONENTS, opponent.name)
+        else:
+            mix = self._mix(opponent)
+            cdf = np.cumsum([mix.get(name, 0.0) for name in OPPONENTS] + [0.0])
+            cdf /= cdf[-1]
+            cdf[len(OPPONENTS) - 1:] = 1.0  # exactly, whatever the rounding: every draw below 1 finds an opponent
+            self._chooser, self._params = None, ()  # no compiled opponent (see _opponent_moves)
+            self.opponent_names = OPPONENTS
+        self.opponent_mix: dict[str, float] = mix
+        self._opponent_cdf = cdf
+
+    # ------------------------------------------------------------------ Gymnasium API
+    def reset(self, *, seed: int | Sequence[int] | None = None,
+              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        """New games in every sub-env (or those of ``options["reset_mask"]``); see the class docstring for seeds.
+
+        ``seed``: an int ``s`` seeds sub-env ``i`` with ``s + i``; a sequence gives each sub-env its seed; ``None``
+        continues the sub-envs' streams (the first reset then seeds them from fresh entropy).
+        """
+        options = dict(options or {})
+        which = options.pop("reset_mask", None)
+        if options:
+            raise ValueError(f"unknown reset option(s): {', '.join(sorted(map(str, options)))}; known: reset_mask")
+        if which is None:
+            which = np.ones(self.num_envs, dtype=np.bool_)
+        else:
+            which = np.asarray(which)
+            if which.dtype != np.bool_ or which.shape != (self.num_envs,):
+                raise ValueError(f"reset_mask must be a bool array of shape ({self.num_envs},), got "
+                                 f"{which.dtype} {which.shape}")
+        seeds = self._seeds(seed)
+        if seeds is not None:
+            streams = np.array([np.random.SeedSequence(s).generate_state(1, np.uint64)[0] for s in seeds],
+                               dtype=np.uint64)
+            if self._streams is None:
+                self._streams = streams
+            else:
+                self._streams[which] = streams[which]
+        elif self._streams is None:
+            self._streams = self.np_random.integers(0, 2**64, size=self.num_envs, dtype=np.uint64, endpoint=False)
+        _reset_kernel(self._states, self._streams, self._opponents, self._steps, self._ended, which,
+                      self._opponent_cdf, self._chooser, self._params, _FIRST_PLAYER[self.first_player],
+                      self.belief == "counting", self._obs,
+                      self._masks)
+        return self._obs.copy(), {"action_mask": self._masks.copy()}
+
+    def _seeds(self, seed: int | Sequence[int] | None) -> list[int] | None:
+        if seed is None:
+            return None
+        if isinstance(seed, int | np.integer) and not isinstance(seed, bool) and seed >= 0:
+            super().reset(seed=int(seed))  # self.np_random follows the seed, as in Gymnasium's vector envs
+            return [int(seed) + i for i in range(self.num_envs)]
+        seeds = list(seed) if isinstance(seed, Sequence | np.ndarray) else None
+        if seeds is None or len(seeds) != self.num_envs or not all(
+                isinstance(s, int | np.integer) and not isinstance(s, bool) and s >= 0 for s in seeds):
+            raise ValueError(f"seed must be None, a non-negative int or {self.num_envs} non-negative ints, "
+                             f"got {seed!r}")
+        return [int(s) for s in seeds]
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Apply one action per sub-env (an int array of shape ``(N,)``); see the class docstring."""
+        if self._streams is None:
+            raise RuntimeError("call reset() before step()")
+        actions = self._as_actions(actions)
+        mode = _AUTORESET[self.metadata["autoreset_mode"]]
+        if mode == _AUTORESET[AutoresetMode.DISABLED] and self._ended.any():
+            raise RuntimeError(f"sub-env(s) {np.flatnonzero(self._ended).tolist()} finished their games; with "
+                               "autoreset_mode DISABLED, reset(options={'reset_mask': mask}) them before stepping")
+        if self.illegal_action == "raise":
+            self._check_legal(actions)
+        _step_kernel(self._states, self._streams, self._opponents, self._steps, self._ended, actions,
+                     self._opponent_cdf, self._chooser, self._params, _FIRST_PLAYER[self.first_player],
+                     _NO_LIMIT if self.max_episode_steps is None else self.max_episode_steps, mode,
+                     self.belief == "counting", self._obs, self._masks, self._rewards, self._terminated,
+                     self._truncated, self._success, self._illegal, self._finished_by, self._final_obs)
+        return (self._obs.copy(), self._rewards.copy(), self._terminated.copy(), self._truncated.copy(),
+                self._step_info(mode))
+
+    def _step_info(self, mode: int) -> dict[str, Any]:
+        info: dict[str, Any] = {"action_mask": self._masks.copy()}
+        ended = self._finished_by >= 0
+        if ended.any():
+            info["is_success"], info["_is_success"] = self._success.copy(), ended
+            info["opponent"], info["_opponent"] = self._finished_by.copy(), ended.copy()
+            if mode == _SAME_STEP:
+                info["final_obs"], info["_final_obs"] = self._final_obs.copy(), ended.copy()
+        if self._illegal.any():
+            info["illegal_action"], info["_illegal_action"] = self._illegal.copy(), self._illegal.copy()
+        return info
+
+    def _as_actions(self, actions: Any) -> np.ndarray:
+        array = np.asarray(actions)
+        if array.dtype.kind not in "iu":
+            raise TypeError(f"actions must be integers, got an array of dtype {array.dtype}")
+        if array.shape != (self.num_envs,):
+            raise ValueError(f"actions must have shape ({self.num_envs},), got {array.shape}")
+        return array.astype(np.int64, copy=False)
+
+    def _check_legal(self, actions: np.ndarray) -> None:
+        """``illegal_action="raise"``: refuse the batch if a running sub-env's action is not in its mask."""
+        in_range = (actions >= 0) & (actions < NUM_ACTIONS)
+        legal = self._masks[np.arange(self.num_envs), np.where(in_range, actions, DRAW_ACTION)] != 0
+        bad = np.flatnonzero(~(in_range & legal) & ~self._ended)
+        if bad.size:
+            i, action = int(bad[0]), int(actions[bad[0]])
+            listing = ", ".join(f"{a} ({action_name(a)})" for a in np.flatnonzero(self._masks[i]))
+            what = f"action {action} ({action_name(action)})" if 0 <= action < NUM_ACTIONS else \
+                f"action {action} (outside 0..60)"
+            raise IllegalActionError(f"sub-env {i}: {what} is not legal; legal actions: {listing} "
+                                     f"({bad.size} sub-env(s) with an illegal action; nothing was stepped)")
+
+    # ------------------------------------------------------------------ inspection
+    def scenario(self, index: int) -> dict[str, Any]:
+        """Sub-env ``index``'s position as a RULES.md scenario (``UnoEnv.reset(options={"scenario": ...})``).
+
+        Raises ``ValueError`` once its game is over (a scenario is a position to play on).
+        """
+        if self._streams is None:
+            raise RuntimeError("call reset() before scenario()")
+        if not 0 <= index < self.num_envs:
+            raise ValueError(f"index must be in 0..{self.num_envs - 1}, got {index!r}")
+        state = self._states[index]
+        if state[core.OUTCOME] != core.RUNNING:
+            raise ValueError(f"sub-env {index}'s game is over; step it to start the next one")
+
+        def hand(seat: int) -> list[str]:
+            counts = state[core.HANDS + NUM_CARD_TYPES * seat:core.HANDS + NUM_CARD_TYPES * (seat + 1)]
+            return [CARD_NAMES[card] for card in np.repeat(np.arange(NUM_CARD_TYPES), counts)]
+
+        deck = state[core.DECK:core.DECK + state[core.DECK_LEN]][::-1]  # the kernel draws from the end
+        discard = state[core.DISCARD:core.DISCARD + state[core.DISCARD_LEN]]
+        return {"agent_hand": hand(AGENT), "opponent_hand": hand(OPPONENT),
+                "deck": [CARD_NAMES[card] for card in deck], "discard": [CARD_NAMES[card] for card in discard],
+                "active_colour": COLOURS[state[core.COLOUR]],
+                "to_move": "agent" if state[core.CURRENT] == AGENT else "opponent",
+                "pending_draw": int(state[core.PENDING])}
