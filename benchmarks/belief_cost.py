@@ -12,8 +12,9 @@
 
 The env's particle filter uses the plain likelihood (it does not model its opponent). ``--aware`` adds per-view
 rows for the policy-aware filter (:mod:`uno_env.belief.models`), built as ``make_belief(..., opponent_policy=...)``
-with the opponent's policy. Each figure is the best of ``--repeats`` runs (slower runs measure other load on the
-machine). Results go to stdout as Markdown tables (docs/BENCHMARKS.md).
+with the opponent's policy, and a table of what that filter did per game (resamplings, moves proposed and
+accepted, rescues, recoveries, fallbacks). Each figure is the best of ``--repeats`` runs (slower runs measure
+other load on the machine). Results go to stdout as Markdown tables (docs/BENCHMARKS.md).
 
 ``--cache`` also counts how often a public position of the tracked seat repeats (the particle cache of the
 design note keys particles by position; a cache only pays if positions recur).
@@ -89,6 +90,21 @@ def per_step(rival: str, belief: str, n_particles: int, games: int, seed: int) -
     return 1e6 * elapsed / steps
 
 
+def aware_stats(rival: str, games: list[list[PublicView]], n_particles: int, seed: int) -> dict[str, float]:
+    """What the policy-aware filter did over the recorded games: its counters summed, per game."""
+    totals: dict[str, float] = {}
+    for game in games:
+        tracker = make_belief("particles", n_particles=n_particles, rng=np.random.default_rng(seed),
+                              opponent_policy=make_policy(rival))
+        tracker.reset(game[0])
+        for view in game[1:]:
+            tracker.update(view)
+        counts = {**tracker.stats(), "recoveries": tracker.recoveries, "fallbacks": tracker.fallbacks}
+        for key, value in counts.items():
+            totals[key] = totals.get(key, 0) + value
+    return {key: value / len(games) for key, value in totals.items()}
+
+
 def position_repeats(games: int, seed: int) -> tuple[int, int]:
     """(decisions whose public position of seat 0 occurred before, in any game; decisions), random vs random."""
     seen: set[tuple] = set()
@@ -101,6 +117,10 @@ def position_repeats(games: int, seed: int) -> tuple[int, int]:
             seen.add(key)
             decisions += 1
     return repeats, decisions
+
+
+#: The policy-aware filter's counters reported with ``--aware`` (TrajectoryBelief.stats, recoveries, fallbacks).
+COUNTERS = ("resamples", "proposed", "rescues", "recoveries", "fallbacks")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {platform.machine()}, Python {platform.python_version()}, numpy {np.__version__}")
     kinds = [("none", 1), ("counting", 1)] + [("particles", n) for n in args.particles]
 
+    counters: list[str] = []
     print("\n| opponent | belief | update µs/view | features µs/view | views/game |")
     print("| --- | --- | ---: | ---: | ---: |")
     for rival in args.opponents:
@@ -135,6 +156,16 @@ def main(argv: list[str] | None = None) -> int:
             update, features = min((per_view(make, games) for _ in range(args.repeats)), key=sum)
             label = kind if kind == "counting" else f"particles N={n}" + (", policy-aware" if aware else "")
             print(f"| {rival} | {label} | {update:,.0f} | {features:,.0f} | {views:.1f} |", flush=True)
+        if args.aware:
+            for n in args.particles:
+                stats = aware_stats(rival, games, n, args.seed)
+                counters.append(f"| {rival} | {n} | " + " | ".join(f"{stats[k]:,.1f}" for k in COUNTERS)
+                                + f" | {stats['accepted'] / max(stats['proposed'], 1):.3f} |")
+    if counters:
+        print("\nPolicy-aware filter, per game: " + ", ".join(COUNTERS) + ", share of moves accepted\n")
+        print("| opponent | N | " + " | ".join(COUNTERS) + " | accepted |")
+        print("| --- | ---: |" + " ---: |" * (len(COUNTERS) + 1))
+        print("\n".join(counters))
 
     print("\n| opponent | belief | µs per env step | belief µs per step | within 100 µs |")
     print("| --- | --- | ---: | ---: | --- |")

@@ -39,7 +39,7 @@ from uno_env.match import play_game
 from uno_env.policy import make_policy
 from uno_env.view import PublicView
 
-PLAYERS = ("uniform", "counting", "particles", "oracle")
+PLAYERS = ("uniform", "counting", "particles", "aware", "oracle")
 
 
 class UniformSearchPolicy(SearchPolicy):
@@ -75,6 +75,8 @@ def play_cell(player: str, opponent: str, budget: int, seeds: np.ndarray, firsts
         searcher = None
     elif player == "uniform":
         searcher = UniformSearchPolicy(**args)
+    elif player == "aware":  # told the opponent's policy: its worlds come from the policy-aware belief
+        searcher = SearchPolicy(belief="particles", opponent_policy=make_policy(opponent), **args)
     else:
         searcher = SearchPolicy(belief=player, **args)
     scores = np.empty((len(seeds), 2))

@@ -86,9 +86,9 @@ def test_maskable_ppo_learns_with_particles_and_its_checkpoint_refuses_counting(
 
 
 def test_env_particle_filter_does_not_model_its_opponent():
-    """The env's tracker uses the plain likelihood whoever the opponent is: the policy-aware one measured worse in
-    whole games (docs/BELIEF.md), and a learner's features must not change meaning with the opponent."""
+    """The env's tracker is the lazy plain-likelihood filter whoever the opponent is: a learner's features must not
+    change meaning with the opponent (docs/BELIEF.md)."""
     for opponent in ("random", "rule"):
         env = UnoEnv(opponent=opponent, belief="particles", n_particles=32)
         env.reset(seed=0)
-        assert env._agent_seat.observer.tracker.model is None
+        assert type(env._agent_seat.observer.tracker) is ParticleBelief

@@ -18,7 +18,9 @@ from uno_env.belief import (
     ParticleBelief,
     RandomModel,
     RuleModel,
+    TrajectoryBelief,
 )
+from uno_env.belief.trajectory import _move_all
 from uno_env.cards import NUM_CARD_TYPES
 from uno_env.game import Game
 from uno_env.opponents import RandomPolicy, RulePolicy
@@ -62,23 +64,21 @@ def exact_summary(exact: ExactBelief, view: PublicView) -> tuple[np.ndarray, np.
     return values, variances
 
 
-def particle_summary(pf: ParticleBelief) -> np.ndarray:
+def particle_summary(pf: ParticleBelief | TrajectoryBelief) -> np.ndarray:
     """The particle filter's counterparts of :func:`exact_summary`'s values."""
     return np.concatenate((pf.expected_counts(), pf.marginals().ravel(), pf.features()[NUM_CARD_TYPES:]))
 
 
-@pytest.mark.parametrize(("model", "seeds"), [(None, range(0, 8)), (RandomModel, range(8, 14))],
-                         ids=["no_model", "random_model"])
-def test_particle_filter_agrees_with_exact_enumeration(model, seeds):
-    """On random small end games (the opponent plays RandomPolicy; both trackers use the same model, or none),
-    the particle filter's expected counts, marginals and feature probabilities stay within Z standard errors
-    of the exact posterior at every view (N = 4000; the probability features are float32, hence 1e-6). The
-    exact posterior never rules out the opponent's true hand: the model explains what the policy did."""
-    for seed in seeds:
+def test_particle_filter_agrees_with_exact_enumeration():
+    """On random small end games (the opponent plays RandomPolicy), the lazy particle filter's expected counts,
+    marginals and feature probabilities stay within Z standard errors of the exact posterior without a model
+    at every view (N = 4000; the probability features are float32, hence 1e-6). The exact posterior never rules
+    out the opponent's true hand."""
+    for seed in range(8):
         views = endgame_views(seed, RandomPolicy())
         first, _ = next(views)
-        pf = TracedParticles(4000, np.random.default_rng(seed), model=model() if model else None)
-        exact = ExactBelief(model=model() if model else None)
+        pf = TracedParticles(4000, np.random.default_rng(seed))
+        exact = ExactBelief()
         pf.reset(first)
         exact.reset(first)
         for view, true_hand in views:
@@ -90,17 +90,30 @@ def test_particle_filter_agrees_with_exact_enumeration(model, seeds):
         assert pf.fallbacks == 0
 
 
-def test_particle_filter_with_the_deterministic_rule_model_is_unbiased():
-    """With RuleModel (RulePolicy is deterministic, so pi is 0 or 1) most particles die at each opponent play
-    and the survivors share ancestors, so the ESS understates the error. The standard error is therefore
-    measured: the mean of R = 24 independent filters (N = 1000) must be within Z standard errors of that
-    mean (t with 23 degrees of freedom, P(|t| > 5) ~ 5e-5) of the exact posterior at every view, and equal
-    to it where the exact posterior is certain. The exact posterior never rules out the true hand (RuleModel mirrors
-    RulePolicy)."""
+def replicated_within_error(estimates: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """Where the mean of R independent filters' estimates (R x ...) is within Z standard errors of that mean
+    of the truth (t with R - 1 degrees of freedom; R = 24 gives P(|t| > 5) ~ 5e-5), and equal to it where the
+    estimates do not vary."""
+    replicas = len(estimates)
+    error = np.abs(estimates.mean(axis=0) - truth)
+    return error <= Z * estimates.std(axis=0, ddof=1) / math.sqrt(replicas) + 1e-6
+
+
+@pytest.mark.parametrize(("model", "policy", "seeds"), [(RuleModel, RulePolicy, range(20, 24)),
+                                                        (RandomModel, RandomPolicy, range(8, 12)),
+                                                        (None, RandomPolicy, range(0, 3))],
+                         ids=["rule_model", "random_model", "no_model"])
+def test_trajectory_filter_agrees_with_exact_enumeration(model, policy, seeds):
+    """The policy-aware filter (TrajectoryBelief, N = 300, 24 independent replicas) against the exact posterior
+    with the same model (or none) on random small end games. Resample-move correlates the particles, so the
+    ESS does not measure the error; the spread of the replicas does: their mean must be within Z standard
+    errors of the exact posterior at every view, and equal to it where the exact posterior is certain.
+    The exact posterior never rules out the true hand (the models mirror the policies). Most particles die
+    at each play of the deterministic rule player: this is the case the earlier filter failed."""
     replicas = 24
-    for seed in range(20, 23):
-        views = list(endgame_views(seed, RulePolicy()))
-        exact = ExactBelief(model=RuleModel())
+    for seed in seeds:
+        views = list(endgame_views(seed, policy()))
+        exact = ExactBelief(model=model() if model else None)
         exact.reset(views[0][0])
         truth = []
         for view, true_hand in views[1:]:
@@ -109,11 +122,46 @@ def test_particle_filter_with_the_deterministic_rule_model_is_unbiased():
             truth.append(exact_summary(exact, view)[0])
         estimates = np.zeros((replicas, len(truth), len(truth[0])))
         for r in range(replicas):
-            pf = ParticleBelief(1000, np.random.default_rng(1000 * seed + r), model=RuleModel())
+            pf = TrajectoryBelief(300, np.random.default_rng(1000 * seed + r), model=model() if model else None)
             pf.reset(views[0][0])
             for step, (view, _) in enumerate(views[1:]):
                 pf.update(view)
                 estimates[r, step] = particle_summary(pf)
-            assert pf.fallbacks == 0
-        error = np.abs(estimates.mean(axis=0) - np.array(truth))
-        assert np.all(error <= Z * estimates.std(axis=0, ddof=1) / math.sqrt(replicas) + 1e-6), seed
+            assert pf.fallbacks == 0 and pf.recoveries == 0
+        assert np.all(replicated_within_error(estimates, np.array(truth))), seed
+
+
+@pytest.mark.parametrize(("model", "policy", "seed"), [(m, p, seed) for m, p in ((RuleModel, RulePolicy),
+                                                                                 (RandomModel, RandomPolicy))
+                                                       for seed in (7, 16, 29)])
+def test_moves_alone_reach_the_exact_posterior(model, policy, seed):
+    """The rejuvenation moves leave the exact posterior invariant (and mix): all N particles are set to one
+    hypothesis consistent with the history (a degenerate start, far from the posterior), then only moves are
+    made, no resampling. After 200 moves each, the N particles are N nearly independent draws of a chain whose
+    only stationary law is the posterior, so their marginals must be within Z standard errors (posterior
+    variance / N) of the exact posterior. Moves with a wrong acceptance ratio converge elsewhere: these seeds
+    are positions where dropping one factor of the ratio (the later draws of a card type with two unseen
+    copies) fails this test."""
+    views = list(endgame_views(seed, policy()))
+    exact = ExactBelief(model=model())
+    exact.reset(views[0][0])
+    support = [exact.update(view) or len(exact.hands) for view, _ in views[1:]]
+    stop = 4 + int(np.argmax(support[3:]))  # the most uncertain view after a few events
+    exact.reset(views[0][0])
+    pf = TrajectoryBelief(2000, np.random.default_rng(seed), model=model())
+    pf.reset(views[0][0])
+    for view, _ in views[1:stop + 1]:
+        exact.update(view)
+        pf.update(view)
+    values, variances = exact_summary(exact, views[stop][0])
+    assert pf._slots_used >= 6 and len(exact.hands) >= 5, "a position with a history and an uncertain hand"
+    pf._slots[:] = pf._slots[0]
+    pf._hands[:] = pf._hands[0]
+    pf._w[:] = 1.0
+    pf._features = None
+    assert np.abs(particle_summary(pf) - values).max() > 0.3, "the degenerate start is far from the posterior"
+    _move_all(pf._log, pf._events, pf._slot_events, pf._slots_used, pf._slots, pf._hands, pf.model_code, 200,
+              pf._stream, pf._old, pf._new, pf._legal, pf._stats)
+    pf._features = None
+    tolerance = Z * np.sqrt(np.maximum(variances, 0.0) / pf.n_particles) + 1e-6
+    assert np.all(np.abs(particle_summary(pf) - values) <= tolerance)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from belief_testlib import PLAY_SCN, Replay, TracedParticles, check_invariants, counts, se_tolerance, unseen, vector
+from belief_testlib import PLAY_SCN, Replay, TracedParticles, Z, check_invariants, counts, se_tolerance, unseen, vector
 from uno_testlib import COLOUR_ORDER, DRAW, RANK_ORDER, ScriptedPolicy, act, capped, scenario
 
 from uno_env.belief import (
@@ -28,8 +28,10 @@ from uno_env.belief import (
     ParticleBelief,
     RandomModel,
     RuleModel,
+    TrajectoryBelief,
     make_belief,
 )
+from uno_env.belief.mixture import MixtureBelief
 from uno_env.belief.tracker import pool_of
 from uno_env.cards import NUM_CARD_TYPES, PLAYABLE, card_id, card_rank
 from uno_env.env import UnoEnv
@@ -161,23 +163,53 @@ CASES = [
 def test_update_case_matches_the_hand_computed_posterior(case):
     """Each update case of the particle filter (opponent plays, voluntary and forced draws, our skips, our
     draws, reshuffles) gives the posterior derived by hand in the comment of its case: ExactBelief to
-    rounding, the particle filter (N = 4000) within its standard-error bound (count of t in [0, U_t], so
-    its standard deviation is at most U_t / 2)."""
-    pf = TracedParticles(4000, np.random.default_rng(0), model=case.model() if case.model else None)
+    rounding, the lazy particle filter (N = 4000, plain-likelihood cases) within its standard-error bound
+    (count of t in [0, U_t], so its standard deviation is at most U_t / 2)."""
     exact = ExactBelief(model=case.model() if case.model else None)
-    replay = Replay(case.scenario, pf, exact)
+    trackers = [exact] if case.model else [TracedParticles(4000, np.random.default_rng(0)), exact]
+    replay = Replay(case.scenario, *trackers)
     for seat, action in case.moves:
         view = replay.move(seat, action)
     expected = vector(case.expected)
     assert expected.sum() == pytest.approx(view.opponent_hand_size), "the hand computation adds up"
     assert np.allclose(exact.expected_counts(), expected, atol=1e-12)
+    for name, count in case.impossible:
+        assert exact.marginals()[card_id(name), count] == 0.0
+    if case.check is not None:
+        assert case.check(exact.hands)
+    if case.model:
+        return
+    pf = trackers[0]
     pool = unseen(view)
     assert np.all(np.abs(pf.expected_counts() - expected) <= se_tolerance(pf, (pool / 2.0) ** 2))
     for name, count in case.impossible:
-        assert exact.marginals()[card_id(name), count] == 0.0 and pf.marginals()[card_id(name), count] == 0.0
+        assert pf.marginals()[card_id(name), count] == 0.0
     if case.check is not None:
-        assert case.check(exact.hands) and case.check(pf.sample_hands(500, np.random.default_rng(1)))
+        assert case.check(pf.sample_hands(500, np.random.default_rng(1)))
     assert (pf.recoveries, pf.fallbacks) == (0, 0)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_update_case_of_the_trajectory_filter(case):
+    """The same cases for the trajectory filter (the policy-aware one, with the case's model or none): the
+    mean of 24 independent filters (N = 500) is within Z standard errors of that mean (t, 23 degrees of
+    freedom) of the hand-computed expected counts, impossible counts get no particle, hard constraints hold
+    in every particle, and no event needs a recovery."""
+    replicas = 24
+    estimates = np.zeros((replicas, NUM_CARD_TYPES))
+    for r in range(replicas):
+        pf = TrajectoryBelief(500, np.random.default_rng(r), model=case.model() if case.model else None)
+        replay = Replay(case.scenario, pf)
+        for seat, action in case.moves:
+            replay.move(seat, action)
+        estimates[r] = pf.expected_counts()
+        for name, count in case.impossible:
+            assert pf.marginals()[card_id(name), count] == 0.0
+        if case.check is not None:
+            assert case.check(pf.hands()[0])
+        assert (pf.recoveries, pf.fallbacks) == (0, 0)
+    error = np.abs(estimates.mean(axis=0) - vector(case.expected))
+    assert np.all(error <= Z * estimates.std(axis=0, ddof=1) / np.sqrt(replicas) + 1e-9)
 
 
 def test_our_skip_and_reverse_leave_the_belief_bit_for_bit():
@@ -208,7 +240,7 @@ def test_tiny_unlazy_filters_deplete_and_recover_without_raising():
         game = Game.deal(rng, seed % 2)
         policy = RandomPolicy()
         policy.reset(seed)
-        pf = ParticleBelief(1, np.random.default_rng(seed), model=RandomModel(), lazy=False)
+        pf = ParticleBelief(1, np.random.default_rng(seed), lazy=False)
         pf.reset(game.observe(0))
         for _ in capped():
             if game.done:
@@ -222,6 +254,31 @@ def test_tiny_unlazy_filters_deplete_and_recover_without_raising():
             check_invariants(pf, view, rng)
         fallbacks += pf.fallbacks
     assert fallbacks > 0
+
+
+def test_tiny_trajectory_filters_rescue_recover_and_fall_back_without_raising():
+    """N = 2 trajectory particles with the deterministic rule model over whole games: events no particle
+    explains happen all the time; the filter rescues (more moves, then retries), replays or falls back, never
+    raises, and its belief keeps every invariant (finite, consistent) at every view."""
+    repairs = 0
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        game = Game.deal(rng, seed % 2)
+        policy = RulePolicy()
+        pf = TrajectoryBelief(2, np.random.default_rng(seed), model=RuleModel(), moves=2, retries=1)
+        pf.reset(game.observe(0))
+        for _ in capped():
+            if game.done:
+                break
+            if game.current == 0:
+                game.step(int(rng.choice(game.legal_actions())))
+            else:
+                game.step(policy.act(game.observe(1, consume_events=False)))
+            view = game.observe(0)
+            pf.update(view)
+            check_invariants(pf, view, rng)
+        repairs += pf.stats()["rescues"] + pf.recoveries + pf.fallbacks
+    assert repairs > 0
 
 
 # Pool {blue:5, yellow:4, green:2, green:6, red:7 x2}: it holds blue:5, yellow:4 and draws on red:3 (so it held
@@ -286,8 +343,8 @@ def test_an_impossible_history_falls_back_without_raising():
     assert exact.prob_none([card_id("red:7")]) == 0.0
     with pytest.raises(ValueError, match="impossible"):
         exact.update(views[-1])
-    for lazy in (True, False):
-        pf = ParticleBelief(200, np.random.default_rng(0), lazy=lazy)
+    for pf in (ParticleBelief(200, np.random.default_rng(0)), ParticleBelief(200, np.random.default_rng(0), lazy=False),
+               TrajectoryBelief(200, np.random.default_rng(0))):
         pf.reset(first)
         for view in views:
             pf.update(view)
@@ -298,8 +355,9 @@ def test_an_impossible_history_falls_back_without_raising():
         assert np.all(pf.sample_hands(500, np.random.default_rng(1))[:, playable].sum(axis=1) <= 1)
 
 
-@pytest.mark.parametrize("make", [lambda: ParticleBelief(64, np.random.default_rng(0)), ExactBelief],
-                         ids=["particles", "exact"])
+@pytest.mark.parametrize("make", [lambda: ParticleBelief(64, np.random.default_rng(0)), ExactBelief,
+                                  lambda: TrajectoryBelief(64, np.random.default_rng(0), model=RuleModel())],
+                         ids=["particles", "exact", "trajectory"])
 def test_out_of_sync_updates_raise(make):
     """A skipped view, or a view passed twice, raises the ValueError that says every view must be passed
     exactly once."""
@@ -342,15 +400,19 @@ def test_make_belief_kinds_models_and_unknown_kind():
         none.expected_counts()
     assert isinstance(make_belief("counting", rng=rng), CountingBelief)
     pf = make_belief("particles", n_particles=np.int64(8), rng=rng)
-    assert isinstance(pf, ParticleBelief) and pf.n_particles == 8 and pf.model is None
+    assert type(pf) is ParticleBelief and pf.n_particles == 8
     model = RuleModel()
-    assert isinstance(make_belief("particles", rng=rng, opponent_policy=RandomPolicy()).model, RandomModel)
-    assert isinstance(make_belief("particles", rng=rng, opponent_policy=RulePolicy()).model, RuleModel)
+    for policy, kind in ((RandomPolicy(), RandomModel), (RulePolicy(), RuleModel)):
+        aware = make_belief("particles", n_particles=8, rng=rng, opponent_policy=policy)
+        assert isinstance(aware, TrajectoryBelief) and isinstance(aware.model, kind) and aware.n_particles == 8
     assert make_belief("particles", rng=rng, opponent_policy=model).model is model
-    assert make_belief("particles", rng=rng, opponent_policy=ScriptedPolicy([])).model is None
+    assert type(make_belief("particles", rng=rng, opponent_policy=ScriptedPolicy([]))) is ParticleBelief
 
 
-def test_same_seed_same_features():
+@pytest.mark.parametrize("make", [lambda seed: ParticleBelief(64, np.random.default_rng(seed)),
+                                  lambda seed: TrajectoryBelief(64, np.random.default_rng(seed), model=RandomModel())],
+                         ids=["lazy", "trajectory"])
+def test_same_seed_same_features(make):
     """The particle filter's randomness comes only from its generator: the same seed gives the same features
     at every view of a game (and another seed, somewhere, different ones); the env with particles replays
     the same observations for the same seed."""
@@ -359,7 +421,7 @@ def test_same_seed_same_features():
         game = Game.deal(rng, 0)
         policy = RandomPolicy()
         policy.reset(5)
-        pf = ParticleBelief(64, np.random.default_rng(seed), model=RandomModel())
+        pf = make(seed)
         pf.reset(game.observe(0))
         out = []
         for _ in capped():
@@ -390,3 +452,29 @@ def test_same_seed_same_features():
         return out
 
     assert trajectory() == trajectory()
+
+
+@pytest.mark.parametrize(("opponent", "model"), [(RulePolicy, RuleModel), (RandomPolicy, RandomModel)],
+                         ids=["rule", "random"])
+def test_mixture_finds_the_opponents_model(opponent, model):
+    """MixtureBelief over the random and rule models, fed random games against one of them: after the game,
+    the model that generated the play holds most of the posterior weight (a random player sometimes plays what
+    rule would not; the rule player's plays are each likelier under rule), and the belief keeps every invariant."""
+    for seed in range(2):
+        rng = np.random.default_rng(seed)
+        game = Game.deal(rng, seed % 2)
+        policy = opponent()
+        policy.reset(seed)
+        mixture = MixtureBelief(200, np.random.default_rng(seed), (RandomModel(), RuleModel()))
+        mixture.reset(game.observe(0))
+        for _ in capped():
+            if game.done:
+                break
+            if game.current == 0:
+                game.step(int(rng.choice(game.legal_actions())))
+            else:
+                game.step(policy.act(game.observe(1, consume_events=False)))
+            view = game.observe(0)
+            mixture.update(view)
+        check_invariants(mixture, view, rng)
+        assert mixture.weights()[[RandomModel, RuleModel].index(model)] > 0.5

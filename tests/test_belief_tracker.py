@@ -16,6 +16,7 @@ from uno_env.belief import (
     ExactBelief,
     ParticleBelief,
     RandomModel,
+    TrajectoryBelief,
     make_belief,
 )
 from uno_env.env import UnoEnv
@@ -41,7 +42,7 @@ PUBLIC_SCRIPT = [("agent", DRAW), ("opponent", act("red:1")), ("agent", act("gre
 
 def _leak_trackers() -> list[Any]:
     return [CountingBelief(), ParticleBelief(500, np.random.default_rng(7)),
-            ParticleBelief(500, np.random.default_rng(7), model=RandomModel()), ExactBelief(),
+            TrajectoryBelief(500, np.random.default_rng(7), model=RandomModel()), ExactBelief(),
             ExactBelief(model=RandomModel())]
 
 

@@ -229,8 +229,8 @@ class SeatObserver:
         """Begin a game: call right after the deal, before anyone moved."""
         if self.belief_kind == "none":
             return
-        # No opponent model: the policy-aware filter measured worse than the plain one in whole games
-        # (its particles degenerate: docs/BELIEF.md), and a learner's features must not depend on who it plays.
+        # No opponent model: a learner's features must not depend on who it plays, and the policy-aware filter
+        # costs tens of milliseconds per view (docs/BENCHMARKS.md), far beyond an env step.
         self.tracker = make_belief(self.belief_kind, n_particles=self.n_particles, rng=rng)
         self.tracker.reset(game.observe(seat))
 

@@ -11,8 +11,9 @@ import sys
 from collections.abc import Sequence
 
 import numpy as np
+from matplotlib.figure import Figure
 
-from train.evaluation.belief_quality import measure_exact, measure_quality
+from train.evaluation.belief_quality import QualityResult, measure_exact, measure_quality
 from uno_env.policy import make_policy, policy_names
 
 
@@ -40,11 +41,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="particle counts of the policy-aware filters, if the opponent has a model")
     parser.add_argument("--plain", type=_positive, nargs="*", default=[],
                         help="particle counts of non-lazy filters (lazy=False); none by default")
+    parser.add_argument("--trajectory", type=_positive, nargs="*", default=[],
+                        help="particle counts of trajectory filters with the plain likelihood; none by default")
+    parser.add_argument("--mixture", type=_positive, nargs="*", default=[],
+                        help="particle counts of mixtures over the random and rule models; none by default")
     parser.add_argument("--exact", action="store_true", help="compare with exact enumeration on small positions")
     parser.add_argument("--hands", type=_positive, default=5, help="--exact: cards per hand at the start")
     parser.add_argument("--deck", type=_positive, default=12, help="--exact: cards in the deck at the start")
     parser.add_argument("--max-support", type=_positive, default=50_000,
                         help="--exact: the most possible hands enumerated (memory grows with it)")
+    parser.add_argument("--figure", default=None, help="played games: save the log-loss by phase as this PNG")
     parser.add_argument("--workers", type=_positive, default=1, help="processes (results do not depend on it)")
     args = parser.parse_args(argv)
     for role in ("tracked", "opponent"):
@@ -58,7 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"command: python -m train.cli.belief_quality {' '.join(sys.argv[1:] if argv is None else argv)}")
     print(f"machine: {platform.machine()}, Python {platform.python_version()}, numpy {np.__version__}")
     common = {"games": args.games, "seed": args.seed, "tracked": args.tracked, "opponent": args.opponent,
-              "particles": args.particles, "aware": args.aware, "plain": args.plain, "workers": args.workers}
+              "particles": args.particles, "aware": args.aware, "plain": args.plain,
+              "trajectory": args.trajectory, "mixture": args.mixture, "workers": args.workers}
     if args.exact:
         result = measure_exact(hand_size=args.hands, deck_size=args.deck, max_support=args.max_support, **common)
         used = result.counts > 0
@@ -73,7 +80,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{args.games} games, {result.counts.sum()} decisions of the tracked seat scored "
               f"(mean {result.counts.mean():.1f} per game); {result.seconds:.0f} s")
     print(result.table())
+    if not args.exact:
+        print("\nLog-loss (nats per card type) by game phase:\n")
+        print(result.phase_table())
+        if args.figure:
+            plot_phases(result, args.figure)
+            print(f"\nfigure: {args.figure}")
     return 0
+
+
+def plot_phases(result: QualityResult, path: str) -> None:
+    """A bar chart of each belief's log-loss by the opponent's hand size, saved to ``path`` (PNG)."""
+    phases = {k: v for k, v in result.phase_log_loss().items() if k.startswith("opponent")}
+    labels = [k.removeprefix("opponent holds ") for k in phases]
+    width = 0.8 / len(result.names)
+    fig = Figure(figsize=(7, 3.5))
+    ax = fig.subplots()
+    for b, name in enumerate(result.names):
+        ax.bar(np.arange(len(labels)) + b * width, [v[b] for v in phases.values()], width, label=name)
+    ax.set_xticks(np.arange(len(labels)) + 0.4 - width / 2, labels)
+    ax.set_xlabel("cards in the opponent's hand")
+    ax.set_ylabel("log-loss (nats per card type)")
+    meta = result.meta
+    ax.set_title(f"{meta['tracked']} vs {meta['opponent']}, {meta['games']} games, seed {meta['seed']}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
 
 
 if __name__ == "__main__":

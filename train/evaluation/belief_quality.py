@@ -47,7 +47,9 @@ import numpy as np
 
 from uno_env.belief.exact import ExactBelief
 from uno_env.belief.filters import CountingBelief, ParticleBelief
-from uno_env.belief.models import opponent_model
+from uno_env.belief.mixture import MixtureBelief
+from uno_env.belief.models import RandomModel, RuleModel, opponent_model
+from uno_env.belief.trajectory import TrajectoryBelief
 from uno_env.cards import NUM_CARD_TYPES, WILD, card_colour, full_deck
 from uno_env.game import Game
 from uno_env.match import play_game
@@ -74,14 +76,19 @@ class Spec:
 
 
 def tracker_specs(opponent: Policy, particles: Sequence[int] = (100, 1000), aware: Sequence[int] = (1000,),
-                  plain: Sequence[int] = ()) -> list[Spec]:
-    """Counting, then particle filters of each size, policy-aware ones (if the opponent has a model), plain ones."""
+                  plain: Sequence[int] = (), trajectory: Sequence[int] = (), mixture: Sequence[int] = ()) -> list[Spec]:
+    """Counting, then particle filters of each size: lazy plain-likelihood ones, policy-aware ones (if the
+    opponent has a model), non-lazy ones, trajectory particles with the plain likelihood, and mixtures over
+    the ``random`` and ``rule`` models (which do not need to know the opponent)."""
     model = opponent_model(opponent)
     specs = [Spec("counting", lambda rng: CountingBelief())]
     specs += [Spec(f"particles N={n}", lambda rng, n=n: ParticleBelief(n, rng)) for n in particles]
     if model is not None:
-        specs += [Spec(f"policy-aware N={n}", lambda rng, n=n: ParticleBelief(n, rng, model=model)) for n in aware]
+        specs += [Spec(f"policy-aware N={n}", lambda rng, n=n: TrajectoryBelief(n, rng, model=model)) for n in aware]
     specs += [Spec(f"plain N={n}", lambda rng, n=n: ParticleBelief(n, rng, lazy=False)) for n in plain]
+    specs += [Spec(f"trajectory N={n}", lambda rng, n=n: TrajectoryBelief(n, rng)) for n in trajectory]
+    specs += [Spec(f"mixture N={n}", lambda rng, n=n: MixtureBelief(n, rng, (RandomModel(), RuleModel())))
+              for n in mixture]
     return specs
 
 
@@ -132,6 +139,7 @@ class _Scorer:
         self.needs = needs_of(policy)
         self.game: Game | None = None
         self.rows: list[np.ndarray] = []
+        self.phases: list[tuple[int, int]] = []  # (opponent's hand size, decisions of the tracked seat before)
 
     def reset(self, seed: int | None = None) -> None:
         self.policy.reset(seed)
@@ -150,6 +158,7 @@ class _Scorer:
         log_p = np.array([t.log_prob(hand) for t in self.trackers])
         hand_loss = np.minimum(-log_p, HAND_CAP)
         self.rows.append(np.column_stack((scores[:, :2], hand_loss, scores[:, 2], ~np.isfinite(log_p))))
+        self.phases.append((int(hand.sum()), len(self.phases)))
         return self.policy.act(view)
 
 
@@ -158,11 +167,12 @@ def _game_seeds(seed: int, games: int) -> np.ndarray:
 
 
 def _played_games(tracked: str, opponent: str, spec_args: dict[str, Any], seeds: list[int],
-                  firsts: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per game: summed scores (G x B x 5), decisions (G,), and particle-filter recoveries/fallbacks (G x B x 2)."""
+                  firsts: list[int]) -> tuple[np.ndarray, ...]:
+    """Per game: summed scores (G x B x 5), decisions (G,), and particle-filter recoveries/fallbacks (G x B x 2);
+    per decision: its phase (D x 2, see :data:`PHASES`) and each belief's log-loss (D x B)."""
     rival = make_policy(opponent)
     specs = tracker_specs(rival, **spec_args)
-    sums, counts, repairs = [], [], []
+    sums, counts, repairs, phases, losses = [], [], [], [], []
     for seed, first in zip(seeds, firsts, strict=True):
         trackers = [spec.make(np.random.default_rng([seed, i])) for i, spec in enumerate(specs)]
         scorer = _Scorer(make_policy(tracked), trackers)
@@ -171,7 +181,10 @@ def _played_games(tracked: str, opponent: str, spec_args: dict[str, Any], seeds:
         sums.append(rows.sum(axis=0))
         counts.append(len(rows))
         repairs.append([[getattr(t, "recoveries", 0), getattr(t, "fallbacks", 0)] for t in trackers])
-    return np.array(sums), np.array(counts), np.array(repairs)
+        phases.append(np.array(scorer.phases, dtype=np.int64).reshape(-1, 2))
+        losses.append(rows[:, :, 0])
+    return (np.array(sums), np.array(counts), np.array(repairs), np.concatenate(phases),
+            np.concatenate(losses))
 
 
 @dataclass
@@ -182,6 +195,8 @@ class QualityResult:
     sums: np.ndarray  # (games, beliefs, metrics)
     counts: np.ndarray  # (games,) decisions scored
     repairs: np.ndarray  # (games, beliefs, 2): recoveries and fallbacks of the particle filters
+    phases: np.ndarray  # (decisions, 2): the opponent's hand size, and the tracked seat's decisions before it
+    losses: np.ndarray  # (decisions, beliefs): log-loss of each decision
     seconds: float = 0.0
     meta: dict[str, Any] = field(default_factory=dict)
 
@@ -203,9 +218,37 @@ class QualityResult:
         return "\n".join(lines)
 
 
+    def phase_table(self) -> str:
+        """Markdown table: mean log-loss per decision of each belief in each game phase (:data:`PHASES`)."""
+        lines = ["| phase | decisions | " + " | ".join(self.names) + " |",
+                 "| --- | ---: |" + " ---: |" * len(self.names)]
+        for label, column, low, high in PHASES:
+            chosen = (self.phases[:, column] >= low) & (self.phases[:, column] <= high)
+            if chosen.any():
+                cells = " | ".join(f"{x:.4f}" for x in self.losses[chosen].mean(axis=0))
+                lines.append(f"| {label} | {chosen.sum()} | {cells} |")
+        return "\n".join(lines)
+
+    def phase_log_loss(self) -> dict[str, np.ndarray]:
+        """Mean log-loss of each belief per phase label (phases with no decision left out)."""
+        out = {}
+        for label, column, low, high in PHASES:
+            chosen = (self.phases[:, column] >= low) & (self.phases[:, column] <= high)
+            if chosen.any():
+                out[label] = self.losses[chosen].mean(axis=0)
+        return out
+
+
+#: Game phases of :meth:`QualityResult.phase_table`: (label, column of ``phases``, low, high), both bounds included.
+PHASES = (("opponent holds 1-2", 0, 1, 2), ("opponent holds 3-4", 0, 3, 4), ("opponent holds 5-7", 0, 5, 7),
+          ("opponent holds 8+", 0, 8, 10**6), ("decisions 1-5", 1, 0, 4), ("decisions 6-10", 1, 5, 9),
+          ("decisions 11-20", 1, 10, 19), ("decisions 21+", 1, 20, 10**6))
+
+
 def measure_quality(games: int = 200, seed: int = 0, tracked: str = "random", opponent: str = "random",
                     particles: Sequence[int] = (100, 1000), aware: Sequence[int] = (1000,),
-                    plain: Sequence[int] = (), workers: int = 1) -> QualityResult:
+                    plain: Sequence[int] = (), trajectory: Sequence[int] = (), mixture: Sequence[int] = (),
+                    workers: int = 1) -> QualityResult:
     """Score every belief on ``games`` seeded games (module docstring); the tracked seat is seat 0.
 
     Args:
@@ -217,14 +260,15 @@ def measure_quality(games: int = 200, seed: int = 0, tracked: str = "random", op
     """
     seeds = _game_seeds(seed, games).tolist()
     firsts = [g % 2 for g in range(games)]
-    spec_args = {"particles": tuple(particles), "aware": tuple(aware), "plain": tuple(plain)}
+    spec_args = {"particles": tuple(particles), "aware": tuple(aware), "plain": tuple(plain),
+                 "trajectory": tuple(trajectory), "mixture": tuple(mixture)}
     names = [spec.name for spec in tracker_specs(make_policy(opponent), **spec_args)]
     start = time.perf_counter()
     parts = _map(_played_games, [(tracked, opponent, spec_args, seeds[c], firsts[c])
                                  for c in _chunks(games, workers)], workers)
-    sums, counts, repairs = (np.concatenate([p[i] for p in parts]) for i in range(3))
+    sums, counts, repairs, phases, losses = (np.concatenate([p[i] for p in parts]) for i in range(5))
     meta = {"games": games, "seed": seed, "tracked": tracked, "opponent": opponent}
-    return QualityResult(names, sums, counts, repairs, time.perf_counter() - start, meta)
+    return QualityResult(names, sums, counts, repairs, phases, losses, time.perf_counter() - start, meta)
 
 
 # ---------------------------------------------------------------------------------------- exact enumeration
@@ -335,12 +379,14 @@ class ExactResult:
 
 def measure_exact(games: int = 300, seed: int = 0, tracked: str = "random", opponent: str = "random",
                   hand_size: int = 5, deck_size: int = 12, particles: Sequence[int] = (100, 1000),
-                  aware: Sequence[int] = (1000,), plain: Sequence[int] = (), max_support: int = 50_000,
+                  aware: Sequence[int] = (1000,), plain: Sequence[int] = (), trajectory: Sequence[int] = (),
+                  mixture: Sequence[int] = (), max_support: int = 50_000,
                   workers: int = 1) -> ExactResult:
     """Compare every belief with exact enumeration on games started from small random positions (module docstring)."""
     seeds = _game_seeds(seed, games).tolist()
     firsts = [g % 2 for g in range(games)]
-    spec_args = {"particles": tuple(particles), "aware": tuple(aware), "plain": tuple(plain)}
+    spec_args = {"particles": tuple(particles), "aware": tuple(aware), "plain": tuple(plain),
+                 "trajectory": tuple(trajectory), "mixture": tuple(mixture)}
     rival = make_policy(opponent)
     names = [spec.name for spec in tracker_specs(rival, **spec_args)] + ["exact"]
     references = ["exact"]

@@ -145,7 +145,9 @@ def belief_log_loss(player: str | Policy, opponent: str | Policy, games: int, se
     A thin wrapper of :func:`train.evaluation.belief_quality.measure_quality` (the tracked seat is seat 0, game ``g``
     has its own seed from ``seed`` and first mover ``g % 2``): the mean per decision of the log-loss of the
     opponent's true hand per card type, in nats, for the player's belief kind (``log_loss``) and for card
-    counting (``log_loss_counting``). ``player`` is a checkpoint or Policy whose ``belief`` is not ``"none"``.
+    counting (``log_loss_counting``), and both by game phase (``log_loss/<phase>`` and
+    ``log_loss_counting/<phase>``, the opponent's hand size: :data:`~train.evaluation.belief_quality.PHASES`).
+    ``player`` is a checkpoint or Policy whose ``belief`` is not ``"none"``.
     """
     policy, rival = resolve_policy(player), resolve_policy(opponent)
     kind = needs_of(policy).belief
@@ -156,7 +158,13 @@ def belief_log_loss(player: str | Policy, opponent: str | Policy, games: int, se
                              particles=(n_particles,) if kind == "particles" else (), aware=(), plain=())
     log_loss = cluster_mean(result.sums, result.counts)[0][:, METRICS.index("log-loss")]
     # The first belief measured is counting; with belief="particles" the filter follows it.
-    return {"log_loss": float(log_loss[-1]), "log_loss_counting": float(log_loss[0])}
+    out = {"log_loss": float(log_loss[-1]), "log_loss_counting": float(log_loss[0])}
+    for phase, losses in result.phase_log_loss().items():
+        if phase.startswith("opponent holds "):
+            hand = phase.removeprefix("opponent holds ")
+            out[f"log_loss/hand_{hand}"] = float(losses[-1])
+            out[f"log_loss_counting/hand_{hand}"] = float(losses[0])
+    return out
 
 
 def make_env(env_options: dict[str, Any], mix: dict[str, float], opponent_belief: str,

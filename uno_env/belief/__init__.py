@@ -7,7 +7,9 @@ Three settings (the env option ``belief``):
   subset of the unseen cards; the baseline;
 * ``"particles"``: the particle filter (:class:`ParticleBelief`) with N lazy (Rao-Blackwellized) particles,
   which also learns from what the opponent did: the cards it played, the draws that show it had no playable
-  card, our own draws, reshuffles; optionally policy-aware (:mod:`uno_env.belief.models`).
+  card, our own draws, reshuffles. When the opponent's policy is known (:mod:`uno_env.belief.models`),
+  :func:`make_belief` gives the policy-aware :class:`TrajectoryBelief` instead (trajectory particles with
+  resample-move, :mod:`uno_env.belief.trajectory`).
 
 Every tracker sees only :class:`~uno_env.view.PublicView` objects of its seat (``reset`` with the view right
 after the deal, then ``update`` with each later view), never the game: leakage of hidden state is
@@ -36,6 +38,7 @@ from uno_env.belief.filters import (
     belief_features,
 )
 from uno_env.belief.models import OpponentModel, RandomModel, RuleModel, opponent_model
+from uno_env.belief.trajectory import TrajectoryBelief
 
 #: The belief settings, the one definition: what a seat's observer tracks about the opponent's hand.
 BeliefKind = Literal["none", "counting", "particles"]
@@ -43,8 +46,8 @@ BELIEF_KINDS: tuple[BeliefKind, ...] = get_args(BeliefKind)
 
 __all__ = [
     "BELIEF_FEATURES", "BELIEF_KINDS", "FEATURE_NAMES", "Belief", "BeliefKind", "CountingBelief", "ExactBelief",
-    "NoBelief", "OpponentModel", "ParticleBelief", "RandomModel", "RuleModel", "belief_features", "make_belief",
-    "opponent_model",
+    "NoBelief", "OpponentModel", "ParticleBelief", "RandomModel", "RuleModel", "TrajectoryBelief", "belief_features",
+    "make_belief", "opponent_model",
 ]
 
 
@@ -56,10 +59,10 @@ def make_belief(kind: BeliefKind, *, n_particles: int = 1000, rng: np.random.Gen
         kind: ``"none"``, ``"counting"`` or ``"particles"``.
         n_particles: N for ``"particles"`` (a positive int).
         rng: the generator of the tracker's random draws (particles only).
-        opponent_policy: the opponent's policy if known; the particle filter uses its likelihood when
-            :func:`~uno_env.belief.models.opponent_model` finds one (a policy carrying its
-            ``likelihood_model``, as the built-in ``random`` and ``rule`` do, or any
-            :class:`~uno_env.belief.models.OpponentModel`), and ignores it otherwise.
+        opponent_policy: the opponent's policy if known. When :func:`~uno_env.belief.models.opponent_model`
+            finds its model (a policy carrying its ``likelihood_model``, as the built-in ``random`` and
+            ``rule`` do, or any :class:`~uno_env.belief.models.OpponentModel`), ``"particles"`` is the
+            policy-aware :class:`TrajectoryBelief`; otherwise the lazy plain-likelihood :class:`ParticleBelief`.
 
     Raises:
         ValueError: naming the unknown kind or the invalid ``n_particles``.
@@ -71,5 +74,8 @@ def make_belief(kind: BeliefKind, *, n_particles: int = 1000, rng: np.random.Gen
     if kind == "particles":
         if not isinstance(n_particles, int | np.integer) or isinstance(n_particles, bool) or n_particles < 1:
             raise ValueError(f"n_particles must be a positive int, got {n_particles!r}")
-        return ParticleBelief(int(n_particles), rng, model=opponent_model(opponent_policy))
+        model = opponent_model(opponent_policy)
+        if model is not None:
+            return TrajectoryBelief(int(n_particles), rng, model=model)
+        return ParticleBelief(int(n_particles), rng)
     raise ValueError(f"unknown belief kind {kind!r}; expected one of {', '.join(map(repr, BELIEF_KINDS))}")

@@ -12,7 +12,6 @@ from typing import Protocol
 import numpy as np
 
 from uno_env.belief.lazy import Depleted, HandStates, log_comb
-from uno_env.belief.models import OpponentModel
 from uno_env.belief.tracker import Decision, PublicTracker, pool_of
 from uno_env.cards import COLOURS, NUM_CARD_TYPES, NUM_COLOURED_RANKS, PLAYABLE, WILD, WILD_DRAW4, card_name, card_rank
 from uno_env.view import Event, PublicView
@@ -47,7 +46,7 @@ def _position_sets() -> dict[tuple[int, int], np.ndarray]:
 _POSITION_SETS = _position_sets()
 
 
-def _feature_sets_at(top: int, colour: int) -> np.ndarray:
+def feature_sets_at(top: int, colour: int) -> np.ndarray:
     """(54 x 6) card-type sets of the probability channels in a position (read-only, shared)."""
     return _POSITION_SETS[colour, card_rank(top)]
 
@@ -71,7 +70,7 @@ def belief_features(states: HandStates, pool: np.ndarray, top: int, colour: int)
     * 58 ``holds_wild``: probability that it holds a wild or a wild draw four;
     * 59 ``can_play_top``: probability that it holds a card playable on the current top card and colour.
     """
-    none = states.prob_none(pool, _feature_sets_at(top, colour))
+    none = states.prob_none(pool, feature_sets_at(top, colour))
     # P(none) mixes row masses that sum to 1 only up to rounding, so it can exceed 1 by an ulp; clipped, the
     # probabilities never fall below 0, the low bound of the env's observation space.
     return np.concatenate((states.expected_counts(pool), np.clip(1.0 - none, 0.0, 1.0))).astype(np.float32)
@@ -183,7 +182,7 @@ class CountingBelief(_StatesBelief):
             pool, n = self.pool.astype(np.float64), self.hand_size
             total = pool.sum()
             expected = n * pool / total if total else np.zeros(NUM_CARD_TYPES)
-            outside = total - pool @ _feature_sets_at(self.top, self.colour)
+            outside = total - pool @ feature_sets_at(self.top, self.colour)
             none = np.exp(log_comb(outside, n) - log_comb(total, n))
             self._features = np.concatenate((expected, np.clip(1.0 - none, 0.0, 1.0))).astype(np.float32)
         return self._features.copy()
@@ -201,25 +200,25 @@ class ParticleBelief(PublicTracker, _StatesBelief):
     event history with fresh particles (``recoveries``); if that fails too, it restarts from card counting
     at the current position and continues (``fallbacks``). It never raises for that reason nor yields NaN.
 
+    Its likelihood is the plain one (a play says the hand held the card): a policy-aware likelihood reads
+    whole hands, which the lazy rows cannot keep; that filter is :class:`~uno_env.belief.trajectory.TrajectoryBelief`.
+
     Args:
         n_particles: N.
         rng: the generator of all its random draws.
-        model: an :class:`~uno_env.belief.models.OpponentModel` for the policy-aware likelihood, or ``None``.
         lazy: ``False`` resolves every particle to a full hand after each event: the plain filter of the note
             (kept to measure what the lazy representation buys).
         ess_threshold: resample when ESS < ``ess_threshold * N``.
     """
 
-    def __init__(self, n_particles: int, rng: np.random.Generator, model: OpponentModel | None = None,
-                 lazy: bool = True, ess_threshold: float = 0.5) -> None:
+    def __init__(self, n_particles: int, rng: np.random.Generator, lazy: bool = True,
+                 ess_threshold: float = 0.5) -> None:
         self.n_particles = n_particles
         self.rng = rng
-        self.model = model
         self.lazy = lazy
         self.ess_threshold = ess_threshold
         self.recoveries = 0
         self.fallbacks = 0
-        self._use_model = True
         self._public_only = False
         self._features = None
 
@@ -268,12 +267,8 @@ class ParticleBelief(PublicTracker, _StatesBelief):
     def _opp_play(self, card: int, action: int, decision: Decision) -> None:
         if self._public_only:
             return
-        states = self.states
-        states.resolve_type(self.pool, card, self.rng, require=True)
-        if self.model is not None and self._use_model:
-            states.resolve(self.pool, self.model.needs(decision), self.rng)
-            states.reweight(self.model.likelihood(states.R, action, decision))
-        states.R[:, card] -= 1
+        self.states.resolve_type(self.pool, card, self.rng, require=True)
+        self.states.R[:, card] -= 1
 
     def _opp_draw(self, count: int, playable: tuple[int, ...] | None) -> None:
         if self._public_only:
@@ -310,15 +305,12 @@ class ParticleBelief(PublicTracker, _StatesBelief):
         self._replay_public(self._history)
         self._fresh_particles(self.n_particles)
         before = self._snapshot()
-        self._use_model = False  # the uniform restart always explains the event without the policy term
         try:
             self._step(failed)
         except Depleted:  # inconsistent input: take counting's belief after the event
             self._restore(before)
             self._replay_public([failed])
             self._fresh_particles(self.n_particles)
-        finally:
-            self._use_model = True
 
     def _replay_public(self, events: list[Event]) -> None:
         """Replay events into the public state only, leaving the particles alone."""

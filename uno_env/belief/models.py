@@ -1,19 +1,21 @@
 """Opponent models: the policy-aware likelihood ``pi_2(action | hand, public state)`` of the notes.
 
-Without a model the particle filter assumes nothing about how the opponent chooses among its playable
-cards: playing ``z`` only tells that the hand held a ``z``. A model makes the filter weigh each hypothesis
-by the probability that the opponent, holding that hand, would have chosen exactly the action it took.
+Without a model a belief assumes nothing about how the opponent chooses among its playable cards: playing
+``z`` only tells that the hand held a ``z``. A model makes the filter weigh each hypothesis by the probability
+that the opponent, holding that hand, would have chosen exactly the action it took.
 
-A model is any object with
+A model is an object with
 
-* ``needs(decision) -> card types``: the types whose exact counts the likelihood reads (the filter
-  resolves only these, keeping the rest of each hypothesis lazy);
-* ``likelihood(hands, action, decision) -> (n,) floats``: ``pi_2(action | hand)`` for each row of
-  ``hands`` (54 counts, exact on ``needs``, including the card being played).
+* ``code``: which compiled likelihood :func:`action_likelihood` evaluates (:data:`RANDOM_MODEL` or
+  :data:`RULE_MODEL`); the policy-aware filter (:mod:`uno_env.belief.trajectory`) runs it inside its kernels;
+* ``likelihood(hands, action, decision) -> (n,) floats``: ``pi_2(action | hand)`` for each row of ``hands``
+  (54 counts, including the card being played), the same function over many hands (exact enumeration).
 
 :class:`RandomModel` and :class:`RuleModel` mirror the built-in ``random`` and ``rule`` policies of
-:mod:`uno_env.opponents`. A policy carries its own model as a ``likelihood_model`` attribute (those two do);
-:func:`opponent_model` finds it. The belief knows no policy: it imports only the engine.
+:mod:`uno_env.opponents`; the rule player's choice is :func:`uno_env.core.rule_action` itself, called here on
+each hand, so the policy and its model cannot drift apart. A policy carries its own model as a
+``likelihood_model`` attribute (those two do); :func:`opponent_model` finds it. The belief knows no policy:
+it imports only the engine.
 """
 
 from __future__ import annotations
@@ -21,86 +23,102 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 import numpy as np
+from numba import njit
 
 from uno_env.belief.tracker import Decision
-from uno_env.cards import (
-    DRAW2,
-    NUM_CARD_TYPES,
-    NUM_COLOURED_RANKS,
-    PLAYABLE,
-    REVERSE,
-    SKIP,
-    WILD,
-    WILD_DRAW4,
-    action_card,
-    action_colour,
-    card_rank,
-)
+from uno_env.cards import NUM_COLOURS, PLAYABLE, action_card, card_actions, card_rank
+from uno_env.core import rule_action
 
-_ALL_TYPES = np.arange(NUM_CARD_TYPES)
-#: Legal action ids per held card type: one per coloured card, four (a declared colour each) per wild.
-_ACTIONS_PER_TYPE = np.array([1] * WILD + [4, 4], dtype=np.float64)
+#: Likelihood codes of :func:`action_likelihood`: the plain one (the hand held the card), ``random``, ``rule``.
+PLAIN_MODEL, RANDOM_MODEL, RULE_MODEL = 0, 1, 2
+
+_RANKS = 15
+
+
+def _playable_action_table() -> tuple[np.ndarray, np.ndarray]:
+    """Per (colour in force, top rank): the play actions of the playable types, ascending, and how many."""
+    actions = np.zeros((NUM_COLOURS, _RANKS, 60), np.int64)
+    counts = np.zeros((NUM_COLOURS, _RANKS), np.int64)
+    for colour in range(NUM_COLOURS):
+        for rank in range(_RANKS):
+            ids = sorted(a for card in PLAYABLE[colour][rank] for a in card_actions(card))
+            actions[colour, rank, :len(ids)] = ids
+            counts[colour, rank] = len(ids)
+    return actions, counts
+
+
+_PLAYABLE_ACTIONS, _PLAYABLE_COUNT = _playable_action_table()
+_ACTION_CARD = np.array([action_card(a) for a in range(60)], np.int64)
+
+
+@njit(cache=True)
+def action_likelihood(model: int, hand: np.ndarray, action: int, colour: int, top_rank: int,
+                      opponent_hand_size: int, legal: np.ndarray) -> float:
+    """``pi_2(action | hand)`` of a play ``action`` made with ``colour`` / ``top_rank`` in force.
+
+    0 if the hand does not hold the card; else 1 for :data:`PLAIN_MODEL`, ``1 / (legal action ids)`` for
+    :data:`RANDOM_MODEL`, and for :data:`RULE_MODEL` 1 if :func:`uno_env.core.rule_action` holding that hand
+    (its opponent holding ``opponent_hand_size`` cards) picks ``action``, else 0. ``legal`` is a scratch
+    array of at least 60 ints.
+    """
+    if hand[_ACTION_CARD[action]] < 1:
+        return 0.0
+    if model == PLAIN_MODEL:
+        return 1.0
+    n = 0
+    for i in range(_PLAYABLE_COUNT[colour, top_rank]):
+        candidate = _PLAYABLE_ACTIONS[colour, top_rank, i]
+        if hand[_ACTION_CARD[candidate]] > 0:
+            legal[n] = candidate
+            n += 1
+    if model == RANDOM_MODEL:
+        return 1.0 / n
+    return 1.0 if rule_action(hand, opponent_hand_size, legal, n) == action else 0.0
+
+
+@njit(cache=True)
+def _likelihoods(model: int, hands: np.ndarray, action: int, colour: int, top_rank: int,
+                 opponent_hand_size: int) -> np.ndarray:
+    out = np.empty(len(hands))
+    legal = np.empty(60, np.int64)
+    for s in range(len(hands)):
+        out[s] = action_likelihood(model, hands[s], action, colour, top_rank, opponent_hand_size, legal)
+    return out
 
 
 class OpponentModel(Protocol):
-    """What the particle filter needs to know about the opponent's policy (module docstring)."""
+    """What a policy-aware belief needs to know about the opponent's policy (module docstring)."""
 
-    def needs(self, decision: Decision) -> np.ndarray: ...
+    code: int
 
     def likelihood(self, hands: np.ndarray, action: int, decision: Decision) -> np.ndarray: ...
 
 
-class RandomModel:
-    """``random``: uniform over the legal action ids, so ``pi_2 = 1 / (number of legal actions)``."""
+class _CompiledModel:
+    """A model whose likelihood is :func:`action_likelihood` with its ``code``."""
 
-    def needs(self, decision: Decision) -> np.ndarray:
-        """Only which playable types are held matters."""
-        return np.array(decision.playable)
+    code: int
 
     def likelihood(self, hands: np.ndarray, action: int, decision: Decision) -> np.ndarray:
-        """``1 / L(hand)`` with ``L`` the number of legal action ids."""
-        playable = np.array(decision.playable)
-        legal = (hands[:, playable] > 0) @ _ACTIONS_PER_TYPE[playable]
-        return np.where(legal > 0, 1.0 / np.maximum(legal, 1.0), 0.0)
+        """``pi_2(action | hand)`` for each row of ``hands`` (54 counts each)."""
+        return _likelihoods(self.code, np.ascontiguousarray(hands, dtype=np.int64), action,
+                            decision.active_colour, card_rank(decision.top), decision.opponent_hand_size)
 
 
-def _rule_tables(danger: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per play action (0..59): its card, its colour, and its (tier, score bonus) under ``RulePolicy``."""
-    actions = np.arange(60)
-    cards = np.array([action_card(a) for a in actions])
-    tiers, bonus = np.ones(60), np.zeros(60)
-    for a, card in enumerate(cards):
-        bonus[a] = -1.0 if card < WILD else 0.0
-        if card == WILD:
-            tiers[a], bonus[a] = 0, bonus[a] - 5
-        elif card == WILD_DRAW4:
-            tiers[a], bonus[a] = (2, bonus[a] + 36) if danger else (0, bonus[a] - 4)
-        elif card % NUM_COLOURED_RANKS in (SKIP, REVERSE, DRAW2):
-            tiers[a], bonus[a] = (2, bonus[a] + 20) if danger else (1, bonus[a] + 2)
-    return cards, np.array([action_colour(a) for a in actions]), tiers, bonus
+class RandomModel(_CompiledModel):
+    """``random``: uniform over the legal action ids, so ``pi_2 = 1 / (number of legal actions)``.
+
+    A wild counts four times (one id per declared colour), as :class:`uno_env.opponents.RandomPolicy` draws.
+    """
+
+    code = RANDOM_MODEL
 
 
-_RULE_TABLES = {danger: _rule_tables(danger) for danger in (False, True)}
+class RuleModel(_CompiledModel):
+    """``rule`` (:class:`uno_env.opponents.RulePolicy`): deterministic, so ``pi_2`` is 1 for the action
+    :func:`uno_env.core.rule_action` picks holding that hand and 0 otherwise."""
 
-
-class RuleModel:
-    """``rule`` (:class:`uno_env.opponents.RulePolicy`): deterministic, so ``pi_2`` is 1 for the action its
-    (tier, score) ranking picks and 0 otherwise. Its scores read the colour counts of the whole hand."""
-
-    def needs(self, decision: Decision) -> np.ndarray:
-        """The whole hand."""
-        return _ALL_TYPES
-
-    def likelihood(self, hands: np.ndarray, action: int, decision: Decision) -> np.ndarray:
-        """1 where ``RulePolicy`` holding that hand plays ``action``, else 0."""
-        cards, colours, tiers, bonus = _RULE_TABLES[decision.opponent_hand_size <= 2]
-        playable = np.zeros(NUM_CARD_TYPES, dtype=bool)
-        playable[list(PLAYABLE[decision.active_colour][card_rank(decision.top)])] = True
-        legal = (hands[:, cards] > 0) & playable[cards]
-        colour_counts = hands[:, :WILD].reshape(len(hands), 4, NUM_COLOURED_RANKS).sum(axis=2)
-        # Scores are far below 1000 in magnitude, so tier * 1000 + score orders by (tier, score).
-        key = np.where(legal, tiers * 1000.0 + colour_counts[:, colours] + bonus, -np.inf)
-        return (key.argmax(axis=1) == action).astype(np.float64)
+    code = RULE_MODEL
 
 
 def opponent_model(policy: Any) -> OpponentModel | None:
@@ -115,4 +133,5 @@ def opponent_model(policy: Any) -> OpponentModel | None:
 
 
 def _is_model(candidate: Any) -> bool:
-    return callable(getattr(candidate, "needs", None)) and callable(getattr(candidate, "likelihood", None))
+    return isinstance(getattr(candidate, "code", None), int) and callable(getattr(candidate, "likelihood", None))
+
