@@ -30,15 +30,13 @@ and a scaled size alone makes that a tiny difference in one input.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 from numba import njit
 
 from uno_env import core
-from uno_env.belief import BELIEF_FEATURES, BELIEF_KINDS, BeliefKind, make_belief
-from uno_env.belief.filters import _POSITION_SETS
+from uno_env.belief import BELIEF_FEATURES, BELIEF_KINDS, BeliefKind, counting_features_into, make_belief
 from uno_env.cards import COPIES, DECK_SIZE, DRAW_ACTION, NUM_ACTIONS, NUM_CARD_TYPES
 from uno_env.game import Game
 from uno_env.view import PublicView
@@ -150,48 +148,13 @@ def encode_seat_into(state: np.ndarray, seat: int, legal: np.ndarray, n_legal: i
                 state[core.DISCARD_LEN], out)
 
 
-# The probability channels' card-type sets per (colour in force, top rank): the counting tracker's own table
-# (read, not restated), as a dense array the kernel below can index.
-_COUNTING_SETS = np.array([[_POSITION_SETS[colour, rank] > 0 for rank in range(15)] for colour in range(4)])
-_COPIES_INT = np.array(COPIES, dtype=np.int64)
-
-
-_LOG_FACTORIAL = np.array([math.lgamma(n + 1.0) for n in range(DECK_SIZE + 1)])
-
-
 @njit(cache=True)
-def _log_comb(n: int, k: int) -> float:
-    """``log C(n, k)`` for ``0 <= n <= 108``; ``-inf`` where C is 0."""
-    if k < 0 or k > n:
-        return -np.inf
-    return _LOG_FACTORIAL[n] - _LOG_FACTORIAL[k] - _LOG_FACTORIAL[n - k]
-
-
-@njit(cache=True)
-def counting_features_into(state: np.ndarray, seat: int, out: np.ndarray) -> None:
-    """The ``belief="counting"`` features of ``seat``'s view of a kernel state, written into ``out`` (float32, 60).
-
-    The closed forms of :meth:`uno_env.belief.CountingBelief.features` (hypergeometric marginals of the unseen
-    pool), compiled for the native vector env; tests/test_vector_env.py holds the two to the same numbers.
-    """
+def counting_state_features_into(state: np.ndarray, seat: int, out: np.ndarray) -> None:
+    """The ``belief="counting"`` features of ``seat``'s view of a kernel state, written into ``out`` (float32, 60):
+    :func:`uno_env.belief.counting_features_into` (the one definition) on the state's counts."""
     hand = core.HANDS + NUM_CARD_TYPES * seat
-    n = state[core.HAND_SIZES + 1 - seat]
-    sets = _COUNTING_SETS[state[core.COLOUR], state[core.TOP_RANK]]
-    n_sets = sets.shape[1]
-    total = 0
-    for card in range(NUM_CARD_TYPES):
-        total += _COPIES_INT[card] - state[hand + card] - state[core.COUNTS + card]
-    log_all = _log_comb(total, n)
-    for s in range(n_sets):
-        outside = total
-        for card in range(NUM_CARD_TYPES):
-            if sets[card, s]:
-                outside -= _COPIES_INT[card] - state[hand + card] - state[core.COUNTS + card]
-        none = math.exp(_log_comb(outside, n) - log_all)
-        out[NUM_CARD_TYPES + s] = min(max(1.0 - none, 0.0), 1.0)
-    for card in range(NUM_CARD_TYPES):
-        pool = _COPIES_INT[card] - state[hand + card] - state[core.COUNTS + card]
-        out[card] = n * pool / total if total else 0.0
+    counting_features_into(state[hand:hand + NUM_CARD_TYPES], state[core.COUNTS:core.COUNTS + NUM_CARD_TYPES],
+                           state[core.HAND_SIZES + 1 - seat], state[core.COLOUR], state[core.TOP_RANK], out)
 
 
 class SeatObserver:

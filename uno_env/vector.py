@@ -6,7 +6,7 @@
 over the packed game states of :mod:`uno_env.core`: the rules are core's kernels (``legal_actions_into``,
 ``apply_action``, ``choose`` for the built-in players), the observation is
 :func:`uno_env.observation.encode_seat_into` (the one definition of the encoding) and the ``counting`` belief
-features :func:`uno_env.observation.counting_features_into`. Python runs once per batch, not once per game.
+features :func:`uno_env.observation.counting_state_features_into`. Python runs once per batch, not once per game.
 
 Randomness and seeds (docs/DECISIONS.md, "Native vector env"). Each sub-env owns a splitmix64 stream
 (:func:`uno_env.core.below`) that deals its games (:func:`uno_env.core.deal_into`), reshuffles, flips the coin
@@ -39,7 +39,7 @@ from numba import njit
 from uno_env import core
 from uno_env.cards import CARD_NAMES, COLOURS, DRAW_ACTION, NUM_ACTIONS, NUM_CARD_TYPES, action_name
 from uno_env.game import IllegalActionError
-from uno_env.observation import BASE_SIZE, SeatObserver, counting_features_into, encode_seat_into
+from uno_env.observation import BASE_SIZE, SeatObserver, counting_state_features_into, encode_seat_into
 
 AGENT, OPPONENT = 0, 1
 #: The built-in opponents the kernel plays, by code (the index: core's RANDOM_POLICY, RULE_POLICY); a
@@ -114,7 +114,7 @@ def _observe(state: np.ndarray, legal: np.ndarray, obs: np.ndarray, mask: np.nda
         mask[DRAW_ACTION] = 1
     encode_seat_into(state, AGENT, legal, n, obs[:BASE_SIZE])
     if counting:
-        counting_features_into(state, AGENT, obs[BASE_SIZE:])
+        counting_state_features_into(state, AGENT, obs[BASE_SIZE:])
 
 
 @njit(cache=True)

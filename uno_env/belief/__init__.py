@@ -36,6 +36,7 @@ from uno_env.belief.filters import (
     NoBelief,
     ParticleBelief,
     belief_features,
+    counting_features_into,
 )
 from uno_env.belief.models import OpponentModel, RandomModel, RuleModel, opponent_model
 from uno_env.belief.trajectory import TrajectoryBelief
@@ -47,7 +48,7 @@ BELIEF_KINDS: tuple[BeliefKind, ...] = get_args(BeliefKind)
 __all__ = [
     "BELIEF_FEATURES", "BELIEF_KINDS", "FEATURE_NAMES", "Belief", "BeliefKind", "CountingBelief", "ExactBelief",
     "NoBelief", "OpponentModel", "ParticleBelief", "RandomModel", "RuleModel", "TrajectoryBelief", "belief_features",
-    "make_belief", "opponent_model",
+    "counting_features_into", "make_belief", "opponent_model",
 ]
 
 

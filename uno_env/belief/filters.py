@@ -7,13 +7,25 @@ seat's view right after the deal, ``update`` with each later view of that seat, 
 
 from __future__ import annotations
 
+import math
 from typing import Protocol
 
 import numpy as np
+from numba import njit
 
-from uno_env.belief.lazy import Depleted, HandStates, log_comb
+from uno_env.belief.lazy import _K_OFFSET, _LOG_COMB, Depleted, HandStates
 from uno_env.belief.tracker import Decision, PublicTracker, pool_of
-from uno_env.cards import COLOURS, NUM_CARD_TYPES, NUM_COLOURED_RANKS, PLAYABLE, WILD, WILD_DRAW4, card_name, card_rank
+from uno_env.cards import (
+    COLOURS,
+    COPIES,
+    NUM_CARD_TYPES,
+    NUM_COLOURED_RANKS,
+    PLAYABLE,
+    WILD,
+    WILD_DRAW4,
+    card_name,
+    card_rank,
+)
 from uno_env.view import Event, PublicView
 
 _ALL_TYPES = np.arange(NUM_CARD_TYPES)
@@ -44,6 +56,36 @@ def _position_sets() -> dict[tuple[int, int], np.ndarray]:
 
 
 _POSITION_SETS = _position_sets()
+
+
+# The same sets as one dense bool array (colour, top rank, type, set) that compiled code can index.
+_SETS_TABLE = np.array([[_POSITION_SETS[colour, rank] > 0 for rank in range(NUM_COLOURED_RANKS + 2)]
+                        for colour in range(4)])
+_COPIES = np.array(COPIES, dtype=np.int64)
+@njit(cache=True)
+def counting_features_into(hand: np.ndarray, discard: np.ndarray, opponent_hand_size: int, colour: int,
+                           top_rank: int, out: np.ndarray) -> None:
+    """Card counting's features (:data:`FEATURE_NAMES` order) into ``out`` (float32, 60), compiled.
+
+    The unseen pool is ``COPIES - hand - discard`` (54 counts each); the opponent's ``n`` cards are a uniform
+    subset of it, so ``E[count of t] = n * U_t / |U|`` and ``P(no card of set S) = C(|U| - U_S, n) / C(|U|, n)``.
+    The one definition: :class:`CountingBelief` and the native vector env
+    (:func:`uno_env.observation.counting_state_features_into`) both call it.
+    """
+    sets = _SETS_TABLE[colour, top_rank]
+    n = opponent_hand_size
+    total = 0
+    for card in range(NUM_CARD_TYPES):
+        total += _COPIES[card] - hand[card] - discard[card]
+    log_all = _LOG_COMB[total, n + _K_OFFSET]
+    for s in range(sets.shape[1]):
+        outside = total
+        for card in range(NUM_CARD_TYPES):
+            if sets[card, s]:
+                outside -= _COPIES[card] - hand[card] - discard[card]
+        out[NUM_CARD_TYPES + s] = min(max(1.0 - math.exp(_LOG_COMB[outside, n + _K_OFFSET] - log_all), 0.0), 1.0)
+    for card in range(NUM_CARD_TYPES):
+        out[card] = n * (_COPIES[card] - hand[card] - discard[card]) / total if total else 0.0
 
 
 def feature_sets_at(top: int, colour: int) -> np.ndarray:
@@ -162,6 +204,8 @@ class CountingBelief(_StatesBelief):
 
     def update(self, view: PublicView) -> None:
         """Recompute from the view (the belief depends only on the current public state)."""
+        self.hand = np.asarray(view.hand, dtype=np.int64)
+        self.discard = np.asarray(view.discard, dtype=np.int64)
         self.pool = pool_of(view)
         self.top, self.colour = view.top, view.active_colour
         self.hand_size = view.opponent_hand_size
@@ -173,18 +217,15 @@ class CountingBelief(_StatesBelief):
         return HandStates.uniform(self.hand_size, 1)
 
     def features(self) -> np.ndarray:
-        """The belief features (:func:`belief_features`) from the closed forms above.
+        """The belief features (:func:`belief_features`) from the closed forms (:func:`counting_features_into`).
 
         The general :class:`HandStates` path gives the same numbers; the closed forms skip its per-row
         machinery, since counting is on every env step of a ``belief="counting"`` learner.
         """
         if self._features is None:
-            pool, n = self.pool.astype(np.float64), self.hand_size
-            total = pool.sum()
-            expected = n * pool / total if total else np.zeros(NUM_CARD_TYPES)
-            outside = total - pool @ feature_sets_at(self.top, self.colour)
-            none = np.exp(log_comb(outside, n) - log_comb(total, n))
-            self._features = np.concatenate((expected, np.clip(1.0 - none, 0.0, 1.0))).astype(np.float32)
+            self._features = np.empty(BELIEF_FEATURES, dtype=np.float32)
+            counting_features_into(self.hand, self.discard, self.hand_size, self.colour, card_rank(self.top),
+                                   self._features)
         return self._features.copy()
 
 
