@@ -581,6 +581,7 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
             f"uno-train --resume {shlex.quote(str(run_dir))}") from None
     finally:
         callback.close()
+        model.logger.close()  # TensorBoard's files complete before the run returns (a reader may open them next)
         with suppress(OSError, EOFError):  # SubprocVecEnv workers that an interrupt already ended
             venv.close()
         stop_stray_processes()
