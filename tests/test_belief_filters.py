@@ -11,7 +11,7 @@ Tolerances of particle estimates: :mod:`belief_testlib`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -230,6 +230,26 @@ def test_our_skip_and_reverse_leave_the_belief_bit_for_bit():
         assert abs(pf.features()[-1] - p_top) <= se_tolerance(pf, p_top * (1 - p_top))
 
 # ---------------------------------------------------------------------------------------------- 5. recovery
+def seat0_views(game: Game, policy: Any, rng: np.random.Generator) -> Iterator[PublicView]:
+    """Seat 0 plays at random (from ``rng``) and seat 1 with ``policy`` to the end; seat 0's view after each move."""
+    for _ in capped():
+        if game.done:
+            return
+        if game.current == 0:
+            game.step(int(rng.choice(game.legal_actions())))
+        else:
+            game.step(policy.act(game.observe(1, consume_events=False)))
+        yield game.observe(0)
+
+
+def follow_game(pf: Any, game: Game, policy: Any, rng: np.random.Generator) -> None:
+    """:func:`seat0_views` fed to ``pf``, which keeps every invariant at each view."""
+    pf.reset(game.observe(0))
+    for view in seat0_views(game, policy, rng):
+        pf.update(view)
+        check_invariants(pf, view, rng)
+
+
 def test_tiny_unlazy_filters_deplete_and_recover_without_raising():
     """N = 1 without lazy hands: the particle dies all the time, and re-running the history with 1 or 4 fresh
     particles mostly fails too. The filter never raises, counts its fallbacks, and its belief keeps every
@@ -241,17 +261,7 @@ def test_tiny_unlazy_filters_deplete_and_recover_without_raising():
         policy = RandomPolicy()
         policy.reset(seed)
         pf = ParticleBelief(1, np.random.default_rng(seed), lazy=False)
-        pf.reset(game.observe(0))
-        for _ in capped():
-            if game.done:
-                break
-            if game.current == 0:
-                game.step(int(rng.choice(game.legal_actions())))
-            else:
-                game.step(policy.act(game.observe(1, consume_events=False)))
-            view = game.observe(0)
-            pf.update(view)
-            check_invariants(pf, view, rng)
+        follow_game(pf, game, policy, rng)
         fallbacks += pf.fallbacks
     assert fallbacks > 0
 
@@ -266,17 +276,7 @@ def test_tiny_trajectory_filters_rescue_recover_and_fall_back_without_raising():
         game = Game.deal(rng, seed % 2)
         policy = RulePolicy()
         pf = TrajectoryBelief(2, np.random.default_rng(seed), model=RuleModel(), moves=2, retries=1)
-        pf.reset(game.observe(0))
-        for _ in capped():
-            if game.done:
-                break
-            if game.current == 0:
-                game.step(int(rng.choice(game.legal_actions())))
-            else:
-                game.step(policy.act(game.observe(1, consume_events=False)))
-            view = game.observe(0)
-            pf.update(view)
-            check_invariants(pf, view, rng)
+        follow_game(pf, game, policy, rng)
         repairs += pf.stats()["rescues"] + pf.recoveries + pf.fallbacks
     assert repairs > 0
 
@@ -424,14 +424,8 @@ def test_same_seed_same_features(make):
         pf = make(seed)
         pf.reset(game.observe(0))
         out = []
-        for _ in capped():
-            if game.done:
-                break
-            if game.current == 0:
-                game.step(int(rng.choice(game.legal_actions())))
-            else:
-                game.step(policy.act(game.observe(1, consume_events=False)))
-            pf.update(game.observe(0))
+        for view in seat0_views(game, policy, rng):
+            pf.update(view)
             out.append(pf.features())
         return out
 
@@ -467,14 +461,7 @@ def test_mixture_finds_the_opponents_model(opponent, model):
         policy.reset(seed)
         mixture = MixtureBelief(200, np.random.default_rng(seed), (RandomModel(), RuleModel()))
         mixture.reset(game.observe(0))
-        for _ in capped():
-            if game.done:
-                break
-            if game.current == 0:
-                game.step(int(rng.choice(game.legal_actions())))
-            else:
-                game.step(policy.act(game.observe(1, consume_events=False)))
-            view = game.observe(0)
+        for view in seat0_views(game, policy, rng):
             mixture.update(view)
         check_invariants(mixture, view, rng)
         assert mixture.weights()[[RandomModel, RuleModel].index(model)] > 0.5
