@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from agents.ppo import PPOPolicy, read_settings
 from train.cli.train import main
 from train.config import ConfigError, TrainConfig, config_to_dict, load_config, parse_config
 from train.training.pretrain import collect
-from train.training.trainer import CardCountShaping, belief_log_loss, train
+from train.training.trainer import CardCountShaping, ResumedTensorBoard, belief_log_loss, train
 from uno_env.env import UnoEnv
 from uno_env.observation import BASE_SIZE
 from uno_env.opponents import RulePolicy
@@ -149,6 +150,16 @@ def test_resume_continues_from_the_last_checkpoint(run: Path, tmp_path: Path):
     assert load_config(resumed / "config.yaml").total_timesteps == 512  # the override is recorded
     # TensorBoard continues in the same folder, so the curves of both sessions line up.
     assert [step for step, _ in scalars(resumed)["eval/mean_win_rate"]] == [128, 256, 384, 512]
+
+
+def test_a_resumed_sessions_event_files_sort_after_the_earlier_ones(tmp_path: Path):
+    # A session resumed within the second of the last one: its files must not sort first (the counter at the
+    # end of the names sorts as text, ".10" before ".9"), or TensorBoard drops the new steps (a CI run did).
+    now = int(time.time())
+    (tmp_path / f"events.out.tfevents.{now}.host.1.9").write_bytes(b"")
+    ResumedTensorBoard(str(tmp_path), 257).close()
+    names = sorted(p.name for p in tmp_path.glob("events.out.tfevents.*"))
+    assert names[0].endswith(".host.1.9") and all(int(n.split(".")[3]) > now for n in names[1:])
 
 
 def test_resume_when_already_done_does_nothing(run: Path, tmp_path: Path):

@@ -221,9 +221,22 @@ class ResumedTensorBoard(TensorBoardOutputFormat):
     """
 
     def __init__(self, folder: str, purge_step: int) -> None:
+        _wait_past_event_files(Path(folder))
         super().__init__(folder)
         self.writer.close()  # SB3 opens a writer without a purge step; replace it with one that has one
         self.writer = SummaryWriter(log_dir=folder, purge_step=purge_step)
+
+
+def _wait_past_event_files(folder: Path) -> None:
+    """Sleep until the clock is past the second in which the folder's newest event file was created.
+
+    TensorBoard reads a folder's event files in name order. A name starts with its creation second and ends
+    with a per-process counter that sorts as text (``.10`` before ``.9``), so a session resumed within the same
+    second could be read before the one it continues, whose older steps would then purge the new ones.
+    """
+    seconds = [int(path.name.split(".")[3]) for path in folder.glob("events.out.tfevents.*")]
+    while seconds and time.time() < max(seconds) + 1:
+        time.sleep(0.05)
 
 
 #: Called after each evaluation during training with its ``evaluations.jsonl`` record (e.g. to report it to a
