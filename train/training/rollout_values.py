@@ -36,7 +36,16 @@ from agents.ppo import PPOPolicy
 from train.evaluation.matches import make_executor
 from uno_env.belief import BeliefKind
 from uno_env.cards import NUM_ACTIONS
-from uno_env.core import RANDOM_POLICY, RULE_POLICY, choose, legal_actions_into, pack_state, seed_stream, simulate
+from uno_env.core import (
+    CURRENT,
+    RANDOM_POLICY,
+    RULE_POLICY,
+    choose,
+    legal_actions_into,
+    pack_state,
+    seed_stream,
+    simulate,
+)
 from uno_env.env import UnoEnv
 from uno_env.game import Game
 from uno_env.match import play_game
@@ -51,26 +60,46 @@ _MAX_ROLLOUT_ACTIONS = 5_000
 BUILT_IN_BASES = {"rule": RULE_POLICY, "random": RANDOM_POLICY}
 
 
-def move_values(game: Game, deck_orders: int, rng: np.random.Generator, policy: int = RULE_POLICY,
-                params: tuple | None = None) -> np.ndarray:
-    """Mean outcome for the seat to move of each legal move (NaN: illegal), continued by the base player on that
-    seat and ``rule`` on the other.
+class BasePlayer:
+    """The player a step of rollout improvement starts from, as compiled code: a built-in policy or an actor.
 
-    The base player is the built-in ``policy`` (:data:`~uno_env.core.RULE_POLICY` or
-    :data:`~uno_env.core.RANDOM_POLICY`), or the actor whose :func:`~agents.compiled_actor.actor_params` are
-    ``params``.
+    ``base`` is ``"rule"``, ``"random"`` or the path of a checkpoint trained with belief ``none``
+    (:mod:`agents.compiled_actor`). The same code chooses its moves in real play and in the playouts.
     """
+
+    def __init__(self, base: str | Path = "rule") -> None:
+        self.policy = BUILT_IN_BASES.get(str(base))
+        self.params = None if self.policy is not None else actor_params(PPOPolicy.load(base))
+
+    def move(self, state: np.ndarray, legal: np.ndarray, n: int, stream: np.ndarray) -> int:
+        """Its choice among ``legal[:n]`` for the seat to move of a kernel state."""
+        if self.params is None:
+            return int(choose(state, legal, n, self.policy, stream))
+        return int(actor_choice(state, legal, n, self.params))
+
+    def outcome(self, state: np.ndarray, action: int, seed: np.uint64) -> int:
+        """The outcome of ``action`` for the seat to move, that seat played on by this player, the other by rule."""
+        seat = int(state[CURRENT])
+        if self.params is None:
+            policies = (self.policy, RULE_POLICY) if seat == 0 else (RULE_POLICY, self.policy)
+            return simulate(state, action, *policies, seed, _MAX_ROLLOUT_ACTIONS)
+        return actor_simulate(state, action, seat, RULE_POLICY, self.params, seed, _MAX_ROLLOUT_ACTIONS)
+
+
+_RULE_BASE = BasePlayer()
+
+
+def move_values(game: Game, deck_orders: int, rng: np.random.Generator, base: BasePlayer = _RULE_BASE) -> np.ndarray:
+    """Mean outcome for the seat to move of each legal move (NaN: illegal), continued by ``base`` on that seat
+    and ``rule`` on the other."""
     seat = game.current
-    policies = (policy, RULE_POLICY) if seat == 0 else (RULE_POLICY, policy)
     decks = [game.deck] + [rng.permutation(game.deck) for _ in range(deck_orders - 1)]
     states = [pack_state(game.hands, deck, game.discard, game.active_colour, seat, game.pending_draw)
               for deck in decks]
     seeds = rng.integers(2**63, size=deck_orders).astype(np.uint64)
     values = np.full(NUM_ACTIONS, np.nan)
     for action in game.legal_actions():
-        outcomes = [simulate(state, action, *policies, seed, _MAX_ROLLOUT_ACTIONS) if params is None
-                    else actor_simulate(state, action, seat, RULE_POLICY, params, seed, _MAX_ROLLOUT_ACTIONS)
-                    for state, seed in zip(states, seeds, strict=True)]
+        outcomes = [base.outcome(state, action, seed) for state, seed in zip(states, seeds, strict=True)]
         # +1 a win, -1 a loss, 0 a draw or a playout cut at the action cap
         values[action] = np.mean([(outcome == seat) - (outcome == 1 - seat) for outcome in outcomes])
     return values
@@ -83,9 +112,7 @@ class _Labeller:
     def __init__(self, deck_orders: int, belief: BeliefKind, base: str | Path) -> None:
         self.needs = Needs(belief)  # the observations recorded carry these belief features
         self.deck_orders = deck_orders
-        # The base player chooses by its compiled code, in real play as in the playouts.
-        self.policy = BUILT_IN_BASES.get(str(base), RULE_POLICY)
-        self.params = None if base in BUILT_IN_BASES else actor_params(PPOPolicy.load(base))
+        self.base = BasePlayer(base)
         self.game: Game | None = None
         self.rng = np.random.default_rng()
         self.stream = seed_stream(0)  # the random base player's draws in real play
@@ -105,9 +132,8 @@ class _Labeller:
         n = legal_actions_into(state, self.legal)
         if n == 1:
             return int(self.legal[0])
-        move = int(choose(state, self.legal, n, self.policy, self.stream) if self.params is None
-                   else actor_choice(state, self.legal, n, self.params))
-        values = move_values(game, self.deck_orders, self.rng, self.policy, self.params)
+        move = self.base.move(state, self.legal, n, self.stream)
+        values = move_values(game, self.deck_orders, self.rng, self.base)
         self.records.append((np.asarray(view.observation, np.float32), values.astype(np.float32), move))
         return move
 
