@@ -16,7 +16,11 @@ deal pairs (:func:`train.evaluation.statistics.paired_interval`).
 actions): belief update plus search, on one core, while other work may share the machine. Forced moves
 (one legal action) cost only the belief update and are not counted.
 
-Prints a Markdown table (copied into docs/RESULTS.md, "Search player").
+Prints a Markdown table (copied into docs/RESULTS.md, "Search player"). With ``--reference PLAYER`` it then prints
+each other player's score minus the reference player's on the same deal pairs and budget, with its paired 95%
+t-interval (:func:`train.evaluation.statistics.difference_interval`): the luck of the deal cancels, so
+differences of a few points separate with far fewer pairs than the cells' own intervals need. ``--save`` keeps
+every cell's per-pair scores in a ``.npz`` file.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ import numpy as np
 
 from agents.search import SearchPolicy, play_oracle_game
 from train.evaluation.matches import deal_seeds
-from train.evaluation.statistics import paired_interval
+from train.evaluation.statistics import difference_interval, paired_interval
 from uno_env.cards import COPIES, NUM_CARD_TYPES
 from uno_env.match import play_game
 from uno_env.policy import make_policy
@@ -106,7 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rollout", default="rule")
     parser.add_argument("--tree-depth", type=int, default=1, help="0: unlimited")
     parser.add_argument("--n-particles", type=int, default=500)
+    parser.add_argument("--reference", choices=PLAYERS, help="print every player's paired difference from this one")
+    parser.add_argument("--save", help="write every cell's per-pair scores to this .npz file")
     args = parser.parse_args(argv)
+    if args.reference is not None and args.reference not in args.players:
+        parser.error(f"--reference {args.reference} is not one of --players {' '.join(args.players)}")
 
     search_args = {"rollout": args.rollout, "tree_depth": args.tree_depth or None, "n_particles": args.n_particles}
     seeds, firsts = deal_seeds(args.seed, args.pairs)
@@ -118,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| opponent | simulations/move | player | games | win rate | 95% CI | ms/move |")
     print("| --- | ---: | --- | ---: | ---: | ---: | ---: |", flush=True)
     start = time.perf_counter()
+    results: dict[tuple[str, str, int], np.ndarray] = {}
     with ProcessPoolExecutor(args.workers, mp_context=get_context("fork")) as pool:
         futures = [[pool.submit(play_cell, *cell, seeds[chunk], firsts[chunk], search_args)
                     for chunk in chunks if len(chunk)] for cell in cells]
@@ -126,10 +135,21 @@ def main(argv: list[str] | None = None) -> int:
             scores = np.concatenate([out[0] for out in outputs])
             searches = sum(out[1] for out in outputs)
             seconds = sum(out[2] for out in outputs)
+            results[player, opponent, budget] = scores
             low, high = paired_interval(scores)
             print(f"| {opponent} | {budget} | {player} | {scores.size} | {scores.mean():.1%} | "
                   f"{low:.1%} - {high:.1%} | {1000 * seconds / max(searches, 1):.1f} |", flush=True)
     print(f"total wall time: {time.perf_counter() - start:.0f} s")
+    if args.save:
+        np.savez(args.save, **{f"{player}_{opponent}_{budget}": scores
+                               for (player, opponent, budget), scores in results.items()})
+    if args.reference is not None:
+        print(f"\n| opponent | simulations/move | player | minus {args.reference} | 95% CI (paired over deals) |")
+        print("| --- | ---: | --- | ---: | ---: |")
+        for (player, opponent, budget), scores in results.items():
+            if player != args.reference:
+                difference, low, high = difference_interval(scores, results[args.reference, opponent, budget])
+                print(f"| {opponent} | {budget} | {player} | {difference:+.1%} | {low:+.1%} .. {high:+.1%} |")
     return 0
 
 

@@ -16,7 +16,13 @@ import pytest
 
 from train.evaluation import matches
 from train.evaluation.matches import run_matches
-from train.evaluation.statistics import paired_interval, score_interval, t_quantile_975, wilson_interval
+from train.evaluation.statistics import (
+    difference_interval,
+    paired_interval,
+    score_interval,
+    t_quantile_975,
+    wilson_interval,
+)
 from train.evaluation.tournament import bradley_terry
 from uno_env.match import GameResult
 from uno_env.opponents import RandomPolicy
@@ -48,6 +54,20 @@ def test_paired_interval_by_hand_five_pairs():
     # half width t(4) * s / sqrt(5) = 2.776445 * .158114 = .438994.
     pairs = np.array([[1, 0], [0, 1], [1, 1], [.5, .5], [0, 0]])
     assert paired_interval(pairs) == pytest.approx((0.5 - 0.438994, 0.5 + 0.438994), abs=2e-4)
+
+
+def test_difference_interval_by_hand_five_pairs():
+    # Pair means of the player: 1, .5, 1, .5, 0; of the reference on the same deals: .5, .5, .5, 0, 0.
+    # Differences .5, 0, .5, .5, 0 -> mean .3, s^2 = (3 * .04 + 2 * .09) / 4 = .075, s = .273861;
+    # half width t(4) * s / sqrt(5) = 2.776445 * .122474 = .340043.
+    player = np.array([[1, 1], [1, 0], [1, 1], [0, 1], [0, 0]])
+    reference = np.array([[1, 0], [0, 1], [0, 1], [0, 0], [0, 0]])
+    assert difference_interval(player, reference) == pytest.approx((0.3, 0.3 - 0.340043, 0.3 + 0.340043), abs=2e-4)
+
+
+def test_difference_interval_needs_the_same_deals():
+    with pytest.raises(ValueError, match="same shape"):
+        difference_interval(np.zeros((5, 2)), np.zeros((4, 2)))
 
 
 def test_paired_interval_never_clips_it_falls_back_to_wilson():

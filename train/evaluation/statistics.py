@@ -65,3 +65,19 @@ def paired_interval(pair_scores: np.ndarray) -> tuple[float, float]:
     """95% CI of the mean score: paired t over deal pairs, else Wilson over games (:func:`score_interval`)."""
     low, high, _ = score_interval(pair_scores)
     return low, high
+
+
+def difference_interval(pair_scores: np.ndarray, reference_scores: np.ndarray) -> tuple[float, float, float]:
+    """Mean score difference of two players on the same deal pairs and its 95% paired t-interval.
+
+    Both arrays are ``(pairs, 2)`` scores on the same deals in the same order; the difference of each deal
+    pair's mean is one observation, so the luck of the deal, shared by both players, cancels out.
+    Returns ``(difference, low, high)``.
+    """
+    if pair_scores.shape != reference_scores.shape or len(pair_scores) < 2:
+        raise ValueError(f"need two (pairs, 2) score arrays of the same shape with at least 2 pairs, got "
+                         f"{pair_scores.shape} and {reference_scores.shape}")
+    differences = pair_scores.mean(axis=1) - reference_scores.mean(axis=1)
+    mean = float(differences.mean())
+    half = t_quantile_975(len(differences) - 1) * float(differences.std(ddof=1)) / math.sqrt(len(differences))
+    return mean, mean - half, mean + half
