@@ -63,10 +63,10 @@ from typing import Any
 
 import numpy as np
 
-from agents.search_kernels import run_root, select_root
+from agents.search_kernels import deal_worlds, run_root, select_root
 from uno_env.belief import BeliefKind, make_belief
 from uno_env.cards import COPIES, NUM_CARD_TYPES
-from uno_env.core import RANDOM_POLICY, RULE_POLICY, STATE_SIZE, pack_states
+from uno_env.core import DECK, DECK_LEN, HANDS, RANDOM_POLICY, RULE_POLICY, STATE_SIZE, pack_state, seed_stream
 from uno_env.game import Game
 from uno_env.match import GameResult, play_game
 from uno_env.observation import encode_base
@@ -75,7 +75,6 @@ from uno_env.policy import NO_NEEDS, Policy, make_policy
 from uno_env.view import DRAWN, PublicView
 
 _COPIES = np.array(COPIES, dtype=np.int64)
-_CARD_TYPES = np.arange(NUM_CARD_TYPES)
 _SAMPLE_BATCH = 64  # opponent hands drawn from the belief at once (one vectorized call)
 _MAX_ROLLOUT_ACTIONS = 3000  # a rollout still running then counts as a draw (UNO games end far sooner)
 _ME, _OPPONENT = 0, 1  # seats inside a determinization
@@ -224,8 +223,12 @@ class SearchPolicy:
         else:
             self._tracker.update(view)
 
-    def _opponent_hands(self, count: int) -> np.ndarray:
-        """``count`` opponent hands (rows of 54 counts) to determinize with."""
+    def _opponent_hands(self, count: int) -> np.ndarray | None:
+        """``count`` opponent hands (rows of 54 counts) to determinize with, or ``None`` for uniformly random subsets
+        of the unseen cards, which the world kernel draws itself (card counting's belief: its ``sample_hands``
+        draws the same distribution through the general belief machinery, at several times the cost)."""
+        if self.belief == "counting":
+            return None
         return self._tracker.sample_hands(count, self._rng)
 
     # ------------------------------------------------------------------ search
@@ -386,8 +389,8 @@ class _Worlds:
     World ``k`` is an opponent hand drawn from the player's sampler, a uniformly shuffled deck of the
     other unseen cards, and a seed for everything random after that (reshuffles, in-tree and rollout
     choices), so asking for world ``k`` twice gives the same game with the same random stream. The worlds are
-    kept as arrays, row ``k`` for world ``k``: packed kernel states with their seeds (:func:`run_root`), and
-    the hands and decks the Python path builds games from (:meth:`get`).
+    packed kernel states, row ``k`` for world ``k`` (:func:`~agents.search_kernels.deal_worlds` draws them from a
+    stream of their own, seeded from the player's generator); the Python path builds games from them (:meth:`get`).
     """
 
     def __init__(self, player: SearchPolicy, view: PublicView) -> None:
@@ -401,10 +404,11 @@ class _Worlds:
         self.active_colour = view.active_colour
         self.pending_draw = view.pending_draw
         self.opponent_hand_size = view.opponent_hand_size
+        # The decision's state without the opponent's hand and the deck, which each world fills in.
+        self.base = pack_state((self.hand, [0] * NUM_CARD_TYPES), [], discard, view.active_colour, _ME,
+                               view.pending_draw)
+        self.stream = seed_stream(int(player._rng.integers(2**63)))
         self.count = 0
-        deck_size = int(self.unseen.sum()) - view.opponent_hand_size
-        self._hands = np.zeros((0, NUM_CARD_TYPES), dtype=np.int64)
-        self._decks = np.zeros((0, max(deck_size, 0)), dtype=np.int64)
         self._states = np.zeros((0, STATE_SIZE), dtype=np.int64)
         self._seeds = np.zeros(0, dtype=np.uint64)
 
@@ -425,32 +429,31 @@ class _Worlds:
         """World ``k`` as a fresh game (this seat to move) and its random stream."""
         while self.count <= k:
             self.extend()
+        state = self._states[k]
+        hand = state[HANDS + NUM_CARD_TYPES:HANDS + 2 * NUM_CARD_TYPES].tolist()
+        deck = state[DECK:DECK + state[DECK_LEN]].tolist()
         rng = np.random.default_rng(int(self._seeds[k]))
-        game = Game((self.hand, self._hands[k].tolist()), self._decks[k].tolist(), list(self.discard),
-                    self.active_colour, _ME, self.pending_draw, rng)
+        game = Game((self.hand, hand), deck, list(self.discard), self.active_colour, _ME, self.pending_draw, rng)
         return game, _Uniforms(rng)
 
     def extend(self) -> None:
         """Draw the next batch of worlds."""
-        rng = self.player._rng
-        hands = np.asarray(self.player._opponent_hands(_SAMPLE_BATCH), dtype=np.int64)
-        decks = self.unseen - hands
-        if (decks < 0).any() or (hands.sum(axis=1) != self.opponent_hand_size).any():
-            raise ValueError(f"an opponent hand to determinize with must be {self.opponent_hand_size} of the "
-                             "unseen cards")
-        seeds = rng.integers(2**62, size=len(hands))
-        shuffled = []
-        for counts in decks:
-            deck = np.repeat(_CARD_TYPES, counts)
-            rng.shuffle(deck)
-            shuffled.append(deck)
-        shuffled = np.array(shuffled).reshape(len(hands), -1)
-        states = pack_states(self.hand, hands, shuffled, self.discard, self.active_colour, _ME, self.pending_draw)
+        hands = self.player._opponent_hands(_SAMPLE_BATCH)
+        if hands is None:
+            hands = np.zeros((_SAMPLE_BATCH, NUM_CARD_TYPES), dtype=np.int64)  # drawn by deal_worlds instead
+            sampled = True
+        else:
+            hands = np.asarray(hands, dtype=np.int64)
+            sampled = False
+            if (hands > self.unseen).any() or (hands.sum(axis=1) != self.opponent_hand_size).any():
+                raise ValueError(f"an opponent hand to determinize with must be {self.opponent_hand_size} of the "
+                                 "unseen cards")
         end = self.count + len(hands)
-        self._hands = _put(self._hands, self.count, hands)
-        self._decks = _put(self._decks, self.count, shuffled)
-        self._states = _put(self._states, self.count, states)
-        self._seeds = _put(self._seeds, self.count, seeds.astype(np.uint64))
+        if end > len(self._states):
+            self._states = _grown(self._states, end)
+            self._seeds = _grown(self._seeds, end)
+        deal_worlds(self.base, self.unseen, hands, self.opponent_hand_size, sampled, self.stream,
+                    self._states[self.count:end], self._seeds[self.count:end])
         self.count = end
 
 
@@ -459,14 +462,6 @@ def _grown(array: np.ndarray, size: int, axis: int = 0) -> np.ndarray:
     shape = list(array.shape)
     shape[axis] = max(size, 2 * shape[axis]) - shape[axis]
     return np.concatenate((array, np.zeros(shape, dtype=array.dtype)), axis=axis)
-
-
-def _put(array: np.ndarray, start: int, rows: np.ndarray) -> np.ndarray:
-    """``array`` (grown if needed) with ``rows`` written from row ``start``."""
-    if start + len(rows) > len(array):
-        array = _grown(array, start + len(rows))
-    array[start:start + len(rows)] = rows
-    return array
 
 
 def _beats(challenger: np.ndarray, default: np.ndarray, z: float) -> bool:

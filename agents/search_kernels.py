@@ -6,6 +6,10 @@
 * :func:`run_root`: many simulations in one call, each a root choice, a compiled :func:`uno_env.core.simulate` in
   its world and the backup into the root's statistics. Python between simulations (a UCB pass, a kernel call per
   world and the bookkeeping) cost more than the simulation itself once the rollouts were compiled.
+* :func:`deal_worlds`: a batch of determinizations as packed states with their seeds: the opponent hands given
+  (from a belief's sampler) or drawn here as uniformly random subsets of the unseen cards (card counting's
+  belief), and each deck a uniform shuffle of the rest. Shuffling each deck with numpy from Python and sampling
+  counting's hands through the general belief machinery cost three times the simulations themselves.
 
 The root's statistics are arrays indexed by the position of the action in the view's legal actions:
 ``visits`` and ``totals`` (summed rewards: win 1, draw 1/2, loss 0) per action, and ``rewards[i, k]``, the reward
@@ -20,7 +24,8 @@ import math
 import numpy as np
 from numba import njit
 
-from uno_env.core import simulate
+from uno_env.cards import NUM_CARD_TYPES
+from uno_env.core import DECK, DECK_LEN, HAND_SIZES, HANDS, next_u64, shuffle, simulate
 
 _ME, _OPPONENT = 0, 1  # seats inside a determinization (agents.search's)
 
@@ -78,3 +83,45 @@ def run_root(states: np.ndarray, seeds: np.ndarray, actions: np.ndarray, order: 
         totals[i] += reward
         done += 1
     return done
+
+
+@njit(cache=True)
+def deal_worlds(base: np.ndarray, unseen: np.ndarray, hands: np.ndarray, hand_size: int, sample_hands: bool,
+                stream: np.ndarray, states: np.ndarray, seeds: np.ndarray) -> None:
+    """Fill ``states`` (rows of packed states) and ``seeds`` with one determinization each.
+
+    ``base`` is the packed decision state without seat 1's hand and the deck; ``unseen`` counts the cards in
+    neither (54 counts). Seat 1 gets ``hands[w]`` (54 counts of ``hand_size`` cards), or, with ``sample_hands``,
+    the first ``hand_size`` cards of a uniform shuffle of the unseen cards, which makes its hand a uniformly random
+    subset. The deck is a uniform shuffle of the other unseen cards. Every draw, and each world's seed for its
+    simulation's stream, comes from ``stream``.
+    """
+    cards = np.empty(unseen.sum(), dtype=np.int64)
+    for w in range(len(states)):
+        # cards: seat 1's hand first, then the deck (hand_size onwards)
+        n = 0
+        if sample_hands:
+            for card in range(NUM_CARD_TYPES):
+                for _ in range(unseen[card]):
+                    cards[n] = card
+                    n += 1
+            shuffle(cards, stream)
+        else:
+            for card in range(NUM_CARD_TYPES):
+                for _ in range(hands[w, card]):
+                    cards[n] = card
+                    n += 1
+            for card in range(NUM_CARD_TYPES):
+                for _ in range(unseen[card] - hands[w, card]):
+                    cards[n] = card
+                    n += 1
+            shuffle(cards[hand_size:], stream)
+        state = states[w]
+        state[:] = base
+        for i in range(hand_size):
+            state[HANDS + NUM_CARD_TYPES + cards[i]] += 1
+        state[HAND_SIZES + 1] = hand_size
+        deck_len = len(cards) - hand_size
+        state[DECK:DECK + deck_len] = cards[hand_size:]
+        state[DECK_LEN] = deck_len
+        seeds[w] = next_u64(stream)
