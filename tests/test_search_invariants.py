@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from uno_testlib import act, counts_of, deck_names, minus, scenario
 
-from agents.search import OracleSearchPolicy, SearchPolicy, _Worlds
+from agents.search import OracleSearchPolicy, SearchPolicy, _Root, _Worlds
+from agents.search_kernels import reward_of, run_root
 from uno_env import core
 from uno_env.cards import COPIES
 from uno_env.game import Game
@@ -66,6 +67,33 @@ def test_kth_simulation_of_every_root_action_sees_the_same_world(belief):
     for worlds in sequences[1:]:
         n = min(len(worlds), len(sequences[0]))
         assert worlds[:n] == sequences[0][:n]
+
+
+@pytest.mark.parametrize("policy", [core.RANDOM_POLICY, core.RULE_POLICY])
+def test_the_compiled_root_loop_runs_the_kth_simulation_of_every_action_in_world_k(policy):
+    # The one-level search with a built-in rollout policy never reaches _simulate: its simulations run in
+    # run_root. Each recorded reward must be that of the action's own compiled simulation in world k.
+    _, start, view = choice_position(["yellow:3", "yellow:4", "red:8", "blue:2"])
+    player = SearchPolicy(simulations=8, belief="counting")
+    player.reset(1)
+    player.observe_start(start)
+    worlds = _Worlds(player, view)
+    worlds.extend()
+    root = _Root(view.legal_actions, np.array([2, 0, 1]))
+    done = run_root(worlds.states, worlds.seeds, root.actions, root.order, root.visits, root.totals, root.rewards,
+                    0, 150, 0.7, policy, 3000)
+    while done < 150:  # a run stops early when an action needs a world not drawn yet
+        worlds.extend()
+        root.fit(len(worlds))
+        done = run_root(worlds.states, worlds.seeds, root.actions, root.order, root.visits, root.totals,
+                        root.rewards, done, 150, 0.7, policy, 3000)
+    assert root.visits.sum() == 150 and (root.visits >= 5).all()
+    for i, action in enumerate(view.legal_actions):
+        expected = [reward_of(core.simulate(worlds.states[k], action, policy, policy, worlds.seeds[k], 3000))
+                    for k in range(root.visits[i])]
+        assert root.rewards_of(i).tolist() == expected
+        assert root.totals[i] == sum(expected)
+    assert len({tuple(root.rewards_of(i)[:5]) for i in range(3)}) > 1  # the actions' results differ
 
 
 def test_the_oracle_determinizes_with_the_true_hand_and_the_rest_as_the_deck():
