@@ -75,7 +75,7 @@ from uno_env.policy import NO_NEEDS, Policy, make_policy
 from uno_env.view import DRAWN, PublicView
 
 _COPIES = np.array(COPIES, dtype=np.int64)
-_SAMPLE_BATCH = 64  # opponent hands drawn from the belief at once (one vectorized call)
+_SAMPLE_BATCH = 64  # worlds drawn at once (one vectorized belief call, one kernel call to deal them)
 _MAX_ROLLOUT_ACTIONS = 3000  # a rollout still running then counts as a draw (UNO games end far sooner)
 _ME, _OPPONENT = 0, 1  # seats inside a determinization
 
@@ -233,6 +233,7 @@ class SearchPolicy:
 
     # ------------------------------------------------------------------ search
     def _search(self, view: PublicView) -> int:
+        """Run the simulations the budget allows from this decision; the action to play."""
         legal = view.legal_actions
         worlds = _Worlds(self, view)
         limit = self.simulations if self.simulations is not None else math.inf
@@ -240,7 +241,8 @@ class SearchPolicy:
         deadline = math.inf if self.time_ms is None else self.clock() + self.time_ms / 1000.0
         done = 0
         while done < limit and (done == 0 or self.clock() < deadline):
-            # With a time budget the clock is read after every simulation; with a count alone, all run at once.
+            # The kernels cannot read the (possibly fake) clock, so with a time budget each call runs one simulation
+            # and the clock is read after it; with a count alone, all run in one go.
             stop = limit if self.time_ms is None else done + 1
             done = self._run(root, worlds, done, stop)
         self.last_simulations = done
