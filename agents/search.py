@@ -13,9 +13,10 @@ budget (a number of simulations, milliseconds, or both: whichever ends first) is
    the world; **expands** one untried action (the rollout policy's own move first);
 4. **rolls out** to the end of the game with the rollout policy (``"rule"``, ``"random"`` or any
    Policy), and backs up the result (win 1, draw 1/2, loss 0) from the side of the seat that moved.
-   With one tree level and a built-in rollout policy, the whole simulation runs as a compiled kernel
-   (:func:`uno_env.core.simulate`: the same rules and the same rule player, about 10x faster); its random
-   stream is seeded by the world, as the Python rollouts' is.
+   With one tree level and a built-in rollout policy, the simulations run compiled
+   (:mod:`agents.search_kernels`: root selection, :func:`uno_env.core.simulate` and the backup, a batch of
+   worlds per call; the same rules and the same rule player as in Python); each world seeds its random stream,
+   as it seeds the Python rollouts'.
 
 Two choices make small budgets count, since in UNO the luck of the draw dwarfs the difference between
 two moves:
@@ -62,9 +63,10 @@ from typing import Any
 
 import numpy as np
 
+from agents.search_kernels import deal_worlds, run_root, select_root
 from uno_env.belief import BeliefKind, make_belief
 from uno_env.cards import COPIES, NUM_CARD_TYPES
-from uno_env.core import RANDOM_POLICY, RULE_POLICY, pack_states, simulate
+from uno_env.core import DECK, DECK_LEN, HANDS, RANDOM_POLICY, RULE_POLICY, STATE_SIZE, pack_state, seed_stream
 from uno_env.game import Game
 from uno_env.match import GameResult, play_game
 from uno_env.observation import encode_base
@@ -73,8 +75,7 @@ from uno_env.policy import NO_NEEDS, Policy, make_policy
 from uno_env.view import DRAWN, PublicView
 
 _COPIES = np.array(COPIES, dtype=np.int64)
-_CARD_TYPES = np.arange(NUM_CARD_TYPES)
-_SAMPLE_BATCH = 64  # opponent hands drawn from the belief at once (one vectorized call)
+_SAMPLE_BATCH = 64  # worlds drawn at once (one vectorized belief call, one kernel call to deal them)
 _MAX_ROLLOUT_ACTIONS = 3000  # a rollout still running then counts as a draw (UNO games end far sooner)
 _ME, _OPPONENT = 0, 1  # seats inside a determinization
 
@@ -132,7 +133,8 @@ class SearchPolicy:
         opponent_policy: passed to the particle filter for its optional policy-aware likelihood.
         clock: seconds as a float; the time budget reads it (tests pass a fake clock).
 
-    After each searched decision, ``last_simulations`` holds how many simulations ran; ``searches`` and
+    After each searched decision, ``last_simulations`` holds how many simulations ran and ``last_root`` each root
+    action's visits and summed reward (win 1, draw 1/2, loss 0); ``searches`` and
     ``search_seconds`` count the searched decisions and their time (belief update included) since construction.
     """
 
@@ -177,6 +179,7 @@ class SearchPolicy:
         self.opponent_policy = opponent_policy
         self.clock = clock
         self.last_simulations = 0
+        self.last_root: dict[int, tuple[int, float]] = {}
         self.searches = 0
         self.search_seconds = 0.0
         self._tracker: Any = None
@@ -220,57 +223,70 @@ class SearchPolicy:
         else:
             self._tracker.update(view)
 
-    def _opponent_hands(self, count: int) -> np.ndarray:
-        """``count`` opponent hands (rows of 54 counts) to determinize with."""
+    def _opponent_hands(self, count: int) -> np.ndarray | None:
+        """``count`` opponent hands (rows of 54 counts) to determinize with, or ``None`` for uniformly random subsets
+        of the unseen cards, which the world kernel draws itself (card counting's belief: its ``sample_hands``
+        draws the same distribution through the general belief machinery, at several times the cost)."""
+        if self.belief == "counting":
+            return None
         return self._tracker.sample_hands(count, self._rng)
 
     # ------------------------------------------------------------------ search
     def _search(self, view: PublicView) -> int:
+        """Run the simulations the budget allows from this decision; the action to play."""
         legal = view.legal_actions
         worlds = _Worlds(self, view)
-        root = _Node(_OPPONENT)
-        root.visits = 1  # so the first UCB comparison at the root is defined
-        rewards: dict[int, list[float]] = {action: [] for action in legal}  # per world, for the default guard
         limit = self.simulations if self.simulations is not None else math.inf
+        root = _Root(legal, self._try_order(len(legal), limit))
         deadline = math.inf if self.time_ms is None else self.clock() + self.time_ms / 1000.0
         done = 0
         while done < limit and (done == 0 or self.clock() < deadline):
-            action = self._select_root(root, legal)
-            child = root.children.get(action)
-            if child is None:
-                child = root.children[action] = _Node(_ME)
-            # Common random numbers: the k-th simulation of every root action runs in the same world,
-            # so root actions are compared on the same hidden hands, deck orders and rollout draws.
-            if self._compiled_rollout is not None and self.tree_depth <= 1:
-                # No tree below the root: the whole simulation runs compiled; backing up to the root child
-                # (this seat's move) adds this seat's reward.
-                reward = worlds.simulate(child.visits, action, self._compiled_rollout)
-                child.visits += 1
-                child.reward += reward
-            else:
-                game, uniform = worlds.get(child.visits)
-                game.step(action)
-                reward = self._simulate(child, game, uniform)
-            rewards[action].append(reward)
-            root.visits += 1
-            done += 1
+            # The kernels cannot read the (possibly fake) clock, so with a time budget each call runs one simulation
+            # and the clock is read after it; with a count alone, all run in one go.
+            stop = limit if self.time_ms is None else done + 1
+            done = self._run(root, worlds, done, stop)
         self.last_simulations = done
-        best = max(legal, key=lambda a: len(rewards[a]))
+        self.last_root = {action: (int(root.visits[i]), float(root.totals[i])) for i, action in enumerate(legal)}
+        best = int(np.argmax(root.visits))  # the most visited action, the first of equals
         if self.rollout_policy is None or self.keep_default_z is None:
-            return best
-        default = self.rollout_policy.act(view)
-        return best if _beats(rewards[best], rewards[default], self.keep_default_z) else default
+            return legal[best]
+        default = legal.index(self.rollout_policy.act(view))
+        if best != default and _beats(root.rewards_of(best), root.rewards_of(default), self.keep_default_z):
+            return legal[best]
+        return legal[default]
 
-    def _select_root(self, root: _Node, legal: list[int]) -> int:
-        """UCB1 over the root's legal actions (untried ones first, in a seeded random order)."""
-        children = root.children
-        untried = [action for action in legal if action not in children]
-        if untried:
-            return untried[int(self._uniform() * len(untried))]
-        log_n = math.log(root.visits)
-        c = self.exploration
-        return max(legal, key=lambda a: children[a].reward / children[a].visits
-                   + c * math.sqrt(log_n / children[a].visits))
+    def _try_order(self, actions: int, limit: float) -> np.ndarray:
+        """The order in which the first simulations try the root actions (indices), each once: seeded, random."""
+        untried = list(range(actions))
+        return np.array([untried.pop(int(self._uniform() * len(untried))) for _ in range(min(actions, limit))],
+                        dtype=np.int64)
+
+    def _run(self, root: _Root, worlds: _Worlds, done: int, stop: int) -> int:
+        """Simulations number ``done`` to ``stop - 1`` (from 0); returns ``stop``.
+
+        Common random numbers: the k-th simulation of every root action runs in the same world k, so root actions
+        are compared on the same hidden hands, deck orders and rollout draws.
+        """
+        if self._compiled_rollout is not None and self.tree_depth <= 1:
+            # No tree below the root: the simulations run compiled, as many per call as there are worlds drawn.
+            while done < stop:
+                done = run_root(worlds.states, worlds.seeds, root.actions, root.order, root.visits, root.totals,
+                                root.rewards, done, stop, self.exploration, self._compiled_rollout,
+                                _MAX_ROLLOUT_ACTIONS)
+                if done < stop:  # the next simulation needs a world not drawn yet
+                    worlds.extend()
+                    root.fit(len(worlds))
+            return done
+        for k in range(done, stop):
+            i = select_root(root.visits, root.totals, root.order, k, self.exploration)
+            child = root.children.get(i)
+            if child is None:
+                child = root.children[i] = _Node(_ME)
+            game, uniform = worlds.get(int(root.visits[i]))
+            root.fit(len(worlds))
+            game.step(int(root.actions[i]))
+            root.record(i, self._simulate(child, game, uniform))
+        return stop
 
     def _simulate(self, node: _Node, game: Game, uniform: _Uniforms) -> float:
         """Selection, expansion, rollout and backup below the root child ``node`` on one world; my reward."""
@@ -337,12 +353,46 @@ class SearchPolicy:
                 game.step(policy.act(rollout_view(game, legal)))
 
 
+class _Root:
+    """The root's statistics, by the index of each action among the legal ones (the arrays of :func:`run_root`).
+
+    ``visits`` and ``totals`` (summed rewards) per action; ``rewards[i, k]`` is action ``i``'s reward in world
+    ``k``, filled for ``k < visits[i]``; ``order`` is the order of the first tries; ``children`` holds the tree
+    nodes below the root when the search runs in Python (deeper trees, Policy rollouts).
+    """
+
+    def __init__(self, legal: list[int], order: np.ndarray) -> None:
+        self.actions = np.array(legal, dtype=np.int64)
+        self.order = order
+        self.visits = np.zeros(len(legal), dtype=np.int64)
+        self.totals = np.zeros(len(legal))
+        self.rewards = np.zeros((len(legal), _SAMPLE_BATCH))
+        self.children: dict[int, _Node] = {}
+
+    def fit(self, worlds: int) -> None:
+        """Make room for a reward in each of ``worlds`` worlds (doubling, so growing costs little overall)."""
+        if worlds > self.rewards.shape[1]:
+            self.rewards = _grown(self.rewards, worlds, axis=1)
+
+    def record(self, i: int, reward: float) -> None:
+        """Back up one simulation of action ``i`` (in world ``visits[i]``)."""
+        self.rewards[i, self.visits[i]] = reward
+        self.visits[i] += 1
+        self.totals[i] += reward
+
+    def rewards_of(self, i: int) -> np.ndarray:
+        """Action ``i``'s rewards, world by world."""
+        return self.rewards[i, :self.visits[i]]
+
+
 class _Worlds:
-    """The determinizations of one decision, built on demand and replayable by index.
+    """The determinizations of one decision, drawn in batches on demand and replayable by index.
 
     World ``k`` is an opponent hand drawn from the player's sampler, a uniformly shuffled deck of the
     other unseen cards, and a seed for everything random after that (reshuffles, in-tree and rollout
-    choices), so asking for world ``k`` twice gives the same game with the same random stream.
+    choices), so asking for world ``k`` twice gives the same game with the same random stream. The worlds are
+    packed kernel states, row ``k`` for world ``k`` (:func:`~agents.search_kernels.deal_worlds` draws them from a
+    stream of their own, seeded from the player's generator); the Python path builds games from them (:meth:`get`).
     """
 
     def __init__(self, player: SearchPolicy, view: PublicView) -> None:
@@ -356,56 +406,72 @@ class _Worlds:
         self.active_colour = view.active_colour
         self.pending_draw = view.pending_draw
         self.opponent_hand_size = view.opponent_hand_size
-        self.worlds: list[tuple[list[int], list[int], int]] = []
-        self.packed: list[tuple[np.ndarray, np.uint64]] = []  # worlds as kernel states, for simulate()
+        # The decision's state without the opponent's hand and the deck, which each world fills in.
+        self.base = pack_state((self.hand, [0] * NUM_CARD_TYPES), [], discard, view.active_colour, _ME,
+                               view.pending_draw)
+        self.stream = seed_stream(int(player._rng.integers(2**63)))
+        self.count = 0
+        self._states = np.zeros((0, STATE_SIZE), dtype=np.int64)
+        self._seeds = np.zeros(0, dtype=np.uint64)
+
+    def __len__(self) -> int:
+        return self.count
+
+    @property
+    def states(self) -> np.ndarray:
+        """The worlds as kernel states, one row each."""
+        return self._states[:self.count]
+
+    @property
+    def seeds(self) -> np.ndarray:
+        """Each world's seed of its random stream."""
+        return self._seeds[:self.count]
 
     def get(self, k: int) -> tuple[Game, _Uniforms]:
         """World ``k`` as a fresh game (this seat to move) and its random stream."""
-        while len(self.worlds) <= k:
-            self._extend()
-        hand, deck, seed = self.worlds[k]
-        rng = np.random.default_rng(seed)
-        game = Game((self.hand, hand), list(deck), list(self.discard), self.active_colour, _ME,
-                    self.pending_draw, rng)
+        while self.count <= k:
+            self.extend()
+        state = self._states[k]
+        hand = state[HANDS + NUM_CARD_TYPES:HANDS + 2 * NUM_CARD_TYPES].tolist()
+        deck = state[DECK:DECK + state[DECK_LEN]].tolist()
+        rng = np.random.default_rng(int(self._seeds[k]))
+        game = Game((self.hand, hand), deck, list(self.discard), self.active_colour, _ME, self.pending_draw, rng)
         return game, _Uniforms(rng)
 
-    def simulate(self, k: int, action: int, policy: int) -> float:
-        """This seat's reward (win 1, draw 1/2, loss 0) of root ``action`` in world ``k``, played out compiled.
-
-        The world's seed starts the kernel's random stream, so the same ``k`` replays the same luck.
-        A game still running after the action cap counts as a draw, as in :meth:`SearchPolicy._rollout`.
-        """
-        while len(self.packed) <= k:
-            self._extend()
-        state, seed = self.packed[k]
-        outcome = simulate(state, action, policy, policy, seed, _MAX_ROLLOUT_ACTIONS)
-        return 1.0 if outcome == _ME else (0.0 if outcome == _OPPONENT else 0.5)
-
-    def _extend(self) -> None:
-        rng = self.player._rng
-        hands = np.asarray(self.player._opponent_hands(_SAMPLE_BATCH), dtype=np.int64)
-        decks = self.unseen - hands
-        if (decks < 0).any() or (hands.sum(axis=1) != self.opponent_hand_size).any():
-            raise ValueError(f"an opponent hand to determinize with must be {self.opponent_hand_size} of the "
-                             "unseen cards")
-        seeds = rng.integers(2**62, size=len(hands))
-        shuffled = []
-        for counts in decks:
-            deck = np.repeat(_CARD_TYPES, counts)
-            rng.shuffle(deck)
-            shuffled.append(deck)
-        shuffled = np.array(shuffled)
-        self.worlds += zip(hands.tolist(), shuffled.tolist(), seeds.tolist(), strict=True)
-        states = pack_states(self.hand, hands, shuffled, self.discard, self.active_colour, _ME, self.pending_draw)
-        self.packed += zip(states, seeds.astype(np.uint64), strict=True)
+    def extend(self) -> None:
+        """Draw the next batch of worlds."""
+        hands = self.player._opponent_hands(_SAMPLE_BATCH)
+        if hands is None:
+            hands = np.zeros((_SAMPLE_BATCH, NUM_CARD_TYPES), dtype=np.int64)  # drawn by deal_worlds instead
+            sampled = True
+        else:
+            hands = np.asarray(hands, dtype=np.int64)
+            sampled = False
+            if (hands > self.unseen).any() or (hands.sum(axis=1) != self.opponent_hand_size).any():
+                raise ValueError(f"an opponent hand to determinize with must be {self.opponent_hand_size} of the "
+                                 "unseen cards")
+        end = self.count + len(hands)
+        if end > len(self._states):
+            self._states = _grown(self._states, end)
+            self._seeds = _grown(self._seeds, end)
+        deal_worlds(self.base, self.unseen, hands, self.opponent_hand_size, sampled, self.stream,
+                    self._states[self.count:end], self._seeds[self.count:end])
+        self.count = end
 
 
-def _beats(challenger: list[float], default: list[float], z: float) -> bool:
+def _grown(array: np.ndarray, size: int, axis: int = 0) -> np.ndarray:
+    """``array`` with room for at least ``size`` entries along ``axis`` (at least doubled, zeros appended)."""
+    shape = list(array.shape)
+    shape[axis] = max(size, 2 * shape[axis]) - shape[axis]
+    return np.concatenate((array, np.zeros(shape, dtype=array.dtype)), axis=axis)
+
+
+def _beats(challenger: np.ndarray, default: np.ndarray, z: float) -> bool:
     """Whether ``challenger`` beats ``default`` by more than ``z`` standard errors on the worlds both saw."""
     n = min(len(challenger), len(default))
-    if challenger is default or n < 2:
-        return challenger is default
-    diff = np.subtract(challenger[:n], default[:n])
+    if n < 2:
+        return False
+    diff = challenger[:n] - default[:n]
     return float(diff.mean()) > z * float(diff.std(ddof=1)) / math.sqrt(n)
 
 

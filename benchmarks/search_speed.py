@@ -16,12 +16,12 @@ import platform
 
 from agents.search import SearchPolicy
 from uno_env.match import play_game
-from uno_env.opponents import make_policy
+from uno_env.opponents import RulePolicy
 
 
 def simulations_per_second(games: int, simulations: int, rollout: str, seed: int) -> tuple[float, float]:
     """(simulations per second, milliseconds per searched decision) over ``games`` games against ``rule``."""
-    rival = make_policy("rule")
+    rival = RulePolicy()
     # One short game first, not counted: it loads (or compiles) the rollout kernels, whose one-off cost is
     # reported in docs/BENCHMARKS.md apart from the speed.
     warm_up = SearchPolicy(simulations=10, belief="counting", rollout=rollout)

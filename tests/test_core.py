@@ -18,6 +18,7 @@ import pytest
 from uno_testlib import capped, legal_by_rules, scenario
 
 from agents.search import SearchPolicy, _Worlds
+from agents.search_kernels import reward_of
 from uno_env import core
 from uno_env.cards import CARD_NAMES, COLOURS, COPIES
 from uno_env.game import Game
@@ -206,32 +207,28 @@ def search_decision(seed: int) -> tuple[int, dict[int, tuple[int, float]]]:
     assert player._compiled_rollout == core.RULE_POLICY
     player.reset(seed)
     player.observe_start(game.observe(0, consume_events=False))
-    stats: dict[int, tuple[int, float]] = {}
-    original = player._select_root
-
-    def spy(root, legal):
-        stats.update({a: (c.visits, c.reward) for a, c in root.children.items()})
-        return original(root, legal)
-    player._select_root = spy
-    return player.act(game.observe(0)), stats
+    return player.act(game.observe(0)), player.last_root
 
 
 def test_search_with_compiled_rollouts_is_reproducible_for_a_seed():
     first, again, other = search_decision(4), search_decision(4), search_decision(5)
     assert first == again
     assert first[1] != other[1]  # the seed matters
-    assert sum(visits for visits, _ in first[1].values()) == 299  # every simulation but the last one seen
+    assert sum(visits for visits, _ in first[1].values()) == 300  # every simulation backed up at the root
 
 
 def compiled_world_rewards(seed: int, action: int, order: range) -> list[float]:
-    """Rewards of ``action`` in the worlds of ``order`` (visited in that order), for a player seeded ``seed``."""
+    """Rewards of ``action`` in the worlds of ``order`` (simulated in that order), for a player seeded ``seed``."""
     game = Game.from_scenario(scenario(["red:5", "blue:5", "green:7"], ["yellow:3", "yellow:4", "red:8"],
                                        ["green:5"]), np.random.default_rng(0))
     player = SearchPolicy(simulations=10, belief="counting", rollout="random")
     player.reset(seed)
     player.observe_start(game.observe(0, consume_events=False))
     worlds = _Worlds(player, game.observe(0))
-    return [worlds.simulate(k, action, core.RANDOM_POLICY) for k in order]
+    while len(worlds) < len(order):
+        worlds.extend()
+    return [reward_of(core.simulate(worlds.states[k], action, core.RANDOM_POLICY, core.RANDOM_POLICY,
+                                    worlds.seeds[k], 3000)) for k in order]
 
 
 def test_a_compiled_simulation_depends_only_on_its_world():

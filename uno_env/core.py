@@ -175,7 +175,7 @@ def seed_stream(seed: int) -> np.ndarray:
 
 # ---------------------------------------------------------------------- kernels
 @njit(cache=True)
-def _next_u64(stream: np.ndarray) -> np.uint64:
+def next_u64(stream: np.ndarray) -> np.uint64:
     """splitmix64: advance the stream and return 64 random bits."""
     z = stream[0] + np.uint64(0x9E3779B97F4A7C15)
     stream[0] = z
@@ -187,7 +187,7 @@ def _next_u64(stream: np.ndarray) -> np.uint64:
 @njit(cache=True)
 def below(stream: np.ndarray, n: int) -> int:
     """A uniform int in ``0..n-1`` from the stream (53 random bits scaled, as ``int(random() * n)``)."""
-    return int((_next_u64(stream) >> np.uint64(11)) * (1.0 / 9007199254740992.0) * n)
+    return int((next_u64(stream) >> np.uint64(11)) * (1.0 / 9007199254740992.0) * n)
 
 
 @njit(cache=True)
@@ -237,7 +237,7 @@ def _reshuffle(state: np.ndarray, stream: np.ndarray) -> None:
     state[DISCARD_LEN] = 1
     deck_len += moved
     state[DECK_LEN] = deck_len
-    _shuffle(state[DECK:DECK + deck_len], stream)
+    shuffle(state[DECK:DECK + deck_len], stream)
 
 
 @njit(cache=True)
@@ -367,7 +367,7 @@ _COLOUR_OF = tuple(card_colour(card) for card in range(_N))
 
 
 @njit(cache=True)
-def _shuffle(cards: np.ndarray, stream: np.ndarray) -> None:
+def shuffle(cards: np.ndarray, stream: np.ndarray) -> None:
     """Fisher-Yates shuffle of ``cards`` in place from the stream (the reshuffle's and the deal's)."""
     for i in range(len(cards) - 1, 0, -1):
         j = below(stream, i + 1)
@@ -390,14 +390,14 @@ def deal_into(state: np.ndarray, stream: np.ndarray, first_player: int) -> None:
     state[:] = 0
     deck = state[DECK:DECK + DECK_SIZE]
     deck[:] = _FULL_DECK
-    _shuffle(deck, stream)
+    shuffle(deck, stream)
     n = DECK_SIZE
     for _ in range(HAND_SIZE):
         for seat in range(2):
             n -= 1
             state[HANDS + _N * seat + deck[n]] += 1
     while deck[n - 1] >= WILD:  # a wild may not start the pile: put it back, reshuffle, turn again
-        _shuffle(deck[:n], stream)
+        shuffle(deck[:n], stream)
     n -= 1
     top = deck[n]
     deck[n:] = 0  # the dealt cards' old slots: unused, as after pack_state

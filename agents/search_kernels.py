@@ -1,0 +1,127 @@
+"""The search player's compiled hot path (:mod:`agents.search`): root selection and the batch of simulations.
+
+* :func:`select_root`: UCB1 over the root's legal actions, each tried once first in a given order. The one
+  definition of the root's choice: the compiled loop below calls it, and so does the Python simulation path of
+  :class:`~agents.search.SearchPolicy` (deeper trees, Policy rollouts), once per simulation.
+* :func:`run_root`: many simulations in one call, each a root choice, a compiled :func:`uno_env.core.simulate` in
+  its world and the backup into the root's statistics. Python between simulations (a UCB pass, a kernel call per
+  world and the bookkeeping) cost more than the simulation itself once the rollouts were compiled.
+* :func:`deal_worlds`: a batch of determinizations as packed states with their seeds: the opponent hands given
+  (from a belief's sampler) or drawn here as uniformly random subsets of the unseen cards (card counting's
+  belief), and each deck a uniform shuffle of the rest. Shuffling each deck with numpy from Python and sampling
+  counting's hands through the general belief machinery cost three times the simulations themselves.
+
+The root's statistics are arrays indexed by the position of the action in the view's legal actions:
+``visits`` and ``totals`` (summed rewards: win 1, draw 1/2, loss 0) per action, and ``rewards[i, k]``, the reward
+of action ``i`` in world ``k``, which the default-move guard compares on shared worlds. By common random numbers
+the ``k``-th simulation of every action runs in world ``k``, so ``rewards[i, :visits[i]]`` is filled in order.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from uno_env.cards import NUM_CARD_TYPES
+from uno_env.core import DECK, DECK_LEN, HAND_SIZES, HANDS, next_u64, shuffle, simulate
+
+_ME, _OPPONENT = 0, 1  # seats inside a determinization (agents.search's)
+
+
+@njit(cache=True)
+def select_root(visits: np.ndarray, totals: np.ndarray, order: np.ndarray, done: int, exploration: float) -> int:
+    """The index of the root action simulation number ``done`` (from 0) tries.
+
+    The first ``len(order)`` simulations try the actions in ``order`` (each action once, in a seeded random
+    order); after that UCB1 ``mean + exploration * sqrt(ln(1 + done) / visits)`` picks, ties going to the first
+    action. ``1 + done`` is the root's visit count: it starts at 1 so the first comparison is defined.
+    """
+    if done < len(order):
+        return order[done]
+    log_n = math.log(1.0 + done)
+    best, best_score = 0, -1.0
+    for i in range(len(visits)):
+        score = totals[i] / visits[i] + exploration * math.sqrt(log_n / visits[i])
+        if score > best_score:
+            best, best_score = i, score
+    return best
+
+
+@njit(cache=True)
+def reward_of(outcome: int) -> float:
+    """The searching seat's reward of a simulated game's outcome: win 1, loss 0, draw (or unfinished) 1/2."""
+    if outcome == _ME:
+        return 1.0
+    if outcome == _OPPONENT:
+        return 0.0
+    return 0.5
+
+
+@njit(cache=True)
+def run_root(states: np.ndarray, seeds: np.ndarray, actions: np.ndarray, order: np.ndarray, visits: np.ndarray,
+             totals: np.ndarray, rewards: np.ndarray, done: int, stop: int, exploration: float, policy: int,
+             max_actions: int) -> int:
+    """Run simulations number ``done`` to ``stop - 1``, each in one call of :func:`uno_env.core.simulate`.
+
+    World ``k`` is ``states[k]`` with the random stream seeded ``seeds[k]``; the action of root index ``i`` is
+    ``actions[i]``; both seats roll out with the built-in ``policy``. Updates ``visits``, ``totals`` and ``rewards``
+    in place and returns the count of simulations done, which is less than ``stop`` when the next one needs a
+    world beyond ``states``: the caller draws more worlds and calls again, so the simulations are the same as in
+    one call.
+    """
+    n_worlds = len(states)
+    while done < stop:
+        i = select_root(visits, totals, order, done, exploration)
+        k = visits[i]
+        if k == n_worlds:
+            break
+        reward = reward_of(simulate(states[k], actions[i], policy, policy, seeds[k], max_actions))
+        rewards[i, k] = reward
+        visits[i] += 1
+        totals[i] += reward
+        done += 1
+    return done
+
+
+@njit(cache=True)
+def deal_worlds(base: np.ndarray, unseen: np.ndarray, hands: np.ndarray, hand_size: int, sample_hands: bool,
+                stream: np.ndarray, states: np.ndarray, seeds: np.ndarray) -> None:
+    """Fill ``states`` (rows of packed states) and ``seeds`` with one determinization each.
+
+    ``base`` is the packed decision state without seat 1's hand and the deck; ``unseen`` counts the cards in
+    neither (54 counts). Seat 1 gets ``hands[w]`` (54 counts of ``hand_size`` cards), or, with ``sample_hands``,
+    the first ``hand_size`` cards of a uniform shuffle of the unseen cards, which makes its hand a uniformly random
+    subset. The deck is a uniform shuffle of the other unseen cards. Every draw, and each world's seed for its
+    simulation's stream, comes from ``stream``.
+    """
+    cards = np.empty(unseen.sum(), dtype=np.int64)
+    for w in range(len(states)):
+        # cards: seat 1's hand first, then the deck (hand_size onwards)
+        n = 0
+        if sample_hands:
+            for card in range(NUM_CARD_TYPES):
+                for _ in range(unseen[card]):
+                    cards[n] = card
+                    n += 1
+            shuffle(cards, stream)
+        else:
+            for card in range(NUM_CARD_TYPES):
+                for _ in range(hands[w, card]):
+                    cards[n] = card
+                    n += 1
+            for card in range(NUM_CARD_TYPES):
+                for _ in range(unseen[card] - hands[w, card]):
+                    cards[n] = card
+                    n += 1
+            shuffle(cards[hand_size:], stream)
+        state = states[w]
+        state[:] = base
+        for i in range(hand_size):
+            state[HANDS + NUM_CARD_TYPES + cards[i]] += 1
+        state[HAND_SIZES + 1] = hand_size
+        deck_len = len(cards) - hand_size
+        state[DECK:DECK + deck_len] = cards[hand_size:]
+        state[DECK_LEN] = deck_len
+        seeds[w] = next_u64(stream)
