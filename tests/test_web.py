@@ -185,3 +185,40 @@ def test_a_person_plays_a_whole_game_by_clicks_in_chromium(server, tmp_path):
             assert not errors, errors
         finally:
             browser.close()
+
+
+def test_a_long_hand_fits_its_row_and_every_card_can_be_clicked(server):
+    """A hand of many card types shrinks to the hand's row instead of running under the events panel.
+
+    Cards past the row's width used to slide under the panel, which then took their clicks: a real player could not
+    play them (and the whole-game test above failed whenever its random hand grew long).
+    """
+    sync_playwright = browser_or_skip()
+    hand = [{"card": f"{colour}:{rank}", "colour": colour, "count": 1}
+            for colour in ("red", "green") for rank in ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "skip")]
+    hand += [{"card": "wild", "colour": "wild", "count": 2}, {"card": "wild_draw4", "colour": "wild", "count": 1}]
+    legal = [{"card": card["card"], "action": i} for i, card in enumerate(hand)]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM if os.path.exists(CHROMIUM)
+                                             else shutil.which("chromium"), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1100, "height": 1000})
+            page.goto(server + "/")
+            page.wait_for_selector("body[data-busy='0'] #hand .card")  # the page's own first game, drawn
+            page.evaluate("""([hand, legal]) => drawTable(
+                {hand, top: {card: "red:5", colour: "red"}, opponent_hand_size: 7, deck_size: 40, discard_size: 5,
+                 active_colour: "red", pending_draw: 0}, {names: ["you", "random"], legal})""", [hand, legal])
+            assert page.locator("#hand button.playable").count() == len(hand)
+            # The element at each card's centre (where a click lands) must be that card, and no card may reach
+            # under the events panel.
+            blocked = page.evaluate("""() => {
+                const panel = document.querySelector("#events-panel").getBoundingClientRect();
+                return [...document.querySelectorAll("#hand .card")].filter((card) => {
+                    const box = card.getBoundingClientRect();
+                    const hit = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
+                    return !card.contains(hit) || box.right > panel.left;
+                }).map((card) => card.dataset.card);
+            }""")
+            assert blocked == []
+        finally:
+            browser.close()
