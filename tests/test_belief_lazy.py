@@ -14,16 +14,6 @@ from uno_env.cards import NUM_CARD_TYPES
 
 
 # ---------------------------------------------------------------------------------------------- 6. resampling
-class FixedUniform:
-    """A stand-in generator whose ``random()`` returns a chosen u (systematic resampling draws one u)."""
-
-    def __init__(self, u: float) -> None:
-        self.u = u
-
-    def random(self) -> float:
-        return self.u
-
-
 def distinct_rows(cnt: list[int], w: list[float]) -> HandStates:
     """Rows that differ (row i holds one card of type i), with particle counts and weights."""
     rows = len(cnt)
@@ -51,7 +41,7 @@ def test_systematic_resampling_counts_weights_and_unbiasedness():
     totals = np.zeros(4)
     for u in grid:
         states = distinct_rows(cnt, w)
-        states.resample(7, FixedUniform(u))
+        states.resample(7, u)  # systematic resampling draws one u: given here
         copies = np.zeros(4)
         copies[states.R.argmax(axis=1)] = states.cnt
         assert states.particles == 7 and np.allclose(states.w, 1 / 7) and states.ess() == pytest.approx(7)
@@ -59,11 +49,11 @@ def test_systematic_resampling_counts_weights_and_unbiasedness():
         totals += copies
     assert np.allclose(totals / len(grid), target, atol=2 / len(grid))
     states = distinct_rows(cnt, w)
-    states.resample(50, np.random.default_rng(0))
+    states.resample(50)
     assert states.particles == 50 and states.size <= 4
 
 
 def test_reweighting_every_row_to_zero_raises_depleted():
     """The signal the filter recovers from: no row survives a zero likelihood."""
     with pytest.raises(Depleted):
-        distinct_rows([2, 1], [0.5, 0.5]).reweight(np.zeros(2))
+        distinct_rows([2, 1], [0.5, 0.5]).own_draw(np.zeros(NUM_CARD_TYPES, np.int64), 0)
