@@ -298,8 +298,7 @@ class ParticleBelief(PublicTracker, _StatesBelief):
         self._apply(event)
         if not self.lazy:
             self.states.resolve(self.pool)
-        if self.states.ess() < self.ess_threshold * self._target:
-            self.states.resample(self._target)
+        self.states.resample_below(self._target, self.ess_threshold * self._target)
 
     def _own_draw(self, card: int) -> None:
         if not self._public_only:

@@ -137,12 +137,40 @@ def _pick(p: np.ndarray, n: int, total: float, x: np.uint64) -> tuple[np.uint64,
 
 
 @njit(cache=True)
-def _domain_pools(rows: np.ndarray, s: int, dom: np.ndarray, D: int, U: np.ndarray, m: np.ndarray) -> None:
+def _layout(dom: np.ndarray, D: int, U: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The types listed domain by domain (``order[start[j]:start[j + 1]]`` are those of domain ``j``), and the
+    pool's copies per domain: what every row shares, computed once per update."""
+    start = np.zeros(D + 1, np.int64)
+    pool = np.zeros(D, np.int64)
+    for t in range(_T):
+        start[dom[t] + 1] += 1
+        pool[dom[t]] += U[t]
+    for j in range(D):
+        start[j + 1] += start[j]
+    order = np.empty(_T, np.int64)
+    fill = start[:D].copy()
+    for t in range(_T):
+        order[fill[dom[t]]] = t
+        fill[dom[t]] += 1
+    return order, start, pool
+
+
+@njit(inline="always")
+def _row_pool(rows: np.ndarray, s: int, order: np.ndarray, start: np.ndarray, pool: np.ndarray, j: int) -> int:
+    """Unresolved copies of domain ``j`` in row ``s``: the pool's copies minus the row's resolved ones."""
+    # Summed domain by domain in a register: a scatter over m[dom[t]] chains every add through memory.
+    m = pool[j]
+    for i in range(start[j], start[j + 1]):
+        m -= rows[s, order[i]]
+    return m
+
+
+@njit(inline="always")
+def _domain_pools(rows: np.ndarray, s: int, order: np.ndarray, start: np.ndarray, pool: np.ndarray, D: int,
+                  m: np.ndarray) -> None:
     """``m[j]``: unresolved copies of domain ``j`` in row ``s`` (``sum of U - R`` over its types)."""
     for j in range(D):
-        m[j] = 0
-    for t in range(_T):
-        m[dom[t]] += U[t] - rows[s, t]
+        m[j] = _row_pool(rows, s, order, start, pool, j)
 
 
 @njit(cache=True)
@@ -382,12 +410,12 @@ def _own_draw(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray
     """Weigh rows by the chance of our drawing ``card``: ``A_c (m_j - K_j) / m_j`` (see HandStates.own_draw)."""
     S, D = meta[0], meta[1]
     j = dom[card]
-    m = np.empty(D, np.int64)
+    order, start, pool = _layout(dom, D, U)
     like = np.empty(S)
     for s in range(S):
-        _domain_pools(rows, s, dom, D, U, m)
+        m = _row_pool(rows, s, order, start, pool, j)
         k = rows[s, _T + j]
-        like[s] = (U[card] - rows[s, card]) * (m[j] - k) / m[j] if m[j] > 0 else 0.0
+        like[s] = (U[card] - rows[s, card]) * (m - k) / m if m > 0 else 0.0
     return _reweight(rows, cnt, w, meta, like, np.empty(S))
 
 
@@ -397,15 +425,15 @@ def _play(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, do
     """Resolve type ``card`` (given the hand holds one if ``require``), then take one out if ``remove``."""
     S, D = meta[0], meta[1]
     j = dom[card]
-    m = np.empty(D, np.int64)
+    order, start, pool = _layout(dom, D, U)
     probs = np.empty((max(S, 1), _MAX_COPIES + 1))
     like = np.ones(S)
     for s in range(S):
-        _domain_pools(rows, s, dom, D, U, m)
+        m = _row_pool(rows, s, order, start, pool, j)
         k = rows[s, _T + j]
         a = U[card] - rows[s, card]
         for g in range(_MAX_COPIES + 1):
-            probs[s, g] = _hyper(a, m[j], k, g)
+            probs[s, g] = _hyper(a, m, k, g)
         if require and rows[s, card] < 1:
             probs[s, 0] = 0.0
             like[s] = probs[s].sum()
@@ -428,22 +456,26 @@ def _constrain(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarra
                U: np.ndarray, mask: np.ndarray) -> bool:
     """The hand held none of the ``mask`` types: weigh rows by that probability, detach the types."""
     S, D = meta[0], meta[1]
+    order, start, pool = _layout(dom, D, U)
     m = np.empty(D, np.int64)
-    a = np.empty(D, np.int64)
+    # In a row holding none of the types, their unresolved copies are the pool's: a_j is the same in every row.
+    a = np.zeros(D, np.int64)
+    types = np.empty(_T, np.int64)
+    n_types = 0
+    for t in range(_T):
+        if mask[t]:
+            a[dom[t]] += U[t]
+            types[n_types] = t
+            n_types += 1
     like = np.empty(S)
     for s in range(S):
-        held = False
-        for t in range(_T):
-            if mask[t] and rows[s, t] > 0:
-                held = True
-        if held:
+        held = 0
+        for i in range(n_types):
+            held += rows[s, types[i]]
+        if held > 0:
             like[s] = 0.0
             continue
-        _domain_pools(rows, s, dom, D, U, m)
-        a[:] = 0
-        for t in range(_T):
-            if mask[t]:
-                a[dom[t]] += U[t] - rows[s, t]
+        _domain_pools(rows, s, order, start, pool, D, m)
         log_like = 0.0
         for j in range(D):
             k = rows[s, _T + j]
@@ -482,6 +514,7 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
     same multiset of domains share a child row, whatever the order of the cards (equal rows of equal weight).
     """
     S, D = meta[0], meta[1]
+    order, start, pool = _layout(dom, D, U)
     m = np.empty(D, np.int64)
     deck = np.empty(D, np.int64)
     left = np.empty(D, np.int64)
@@ -499,7 +532,7 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
     n = 0
     x = stream[0]
     for s in range(S):
-        _domain_pools(rows, s, dom, D, U, m)
+        _domain_pools(rows, s, order, start, pool, D, m)
         size = 0
         for j in range(D):
             deck[j] = m[j] - rows[s, _T + j]
@@ -636,11 +669,21 @@ def _resample(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray
     _merge(rows, cnt, w, meta)
 
 
+@njit(cache=True)
+def _resample_below(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, particles: int,
+                    threshold: float, stream: np.ndarray) -> bool:
+    """Resample (:func:`_resample`, offset from the stream) if the ESS is below ``threshold``; True if it did."""
+    if _ess(cnt, w, meta[0]) >= threshold:
+        return False
+    _resample(rows, cnt, w, meta, particles, _uniform(stream))
+    return True
+
+
 # ---------------------------------------------------------------------------------------------- answer kernels
 @njit(cache=True)
 def _features(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, dom: np.ndarray,
               U: np.ndarray, sets: np.ndarray, expected: np.ndarray, none: np.ndarray) -> None:
-    """``expected[t] = E[count of t]`` and ``none[i] = P(no card of set i)`` (``sets``: 54 x n booleans, n <= 62).
+    """``expected[t] = E[count of t]`` and ``none[i] = P(no card of set i)`` (``sets``: 54 x n booleans).
 
     Per row: ``R + K_j A / m_j = R (1 - K_j / m_j) + U K_j / m_j``, and ``[R_S = 0] prod_j C(m_j - a_{S,j}, K_j)
     / C(m_j, K_j)``; mixed by mass. Two facts keep a row's cost near one pass over its 54 counts: the ``U`` term
@@ -649,20 +692,20 @@ def _features(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray
     """
     S, D = meta[0], meta[1]
     n_sets = sets.shape[1]
-    bits = np.zeros(_T, np.int64)  # the sets each type belongs to
-    pool = np.zeros(D, np.int64)  # U per domain
+    order, start, pool = _layout(dom, D, U)
+    set_types = np.empty((n_sets, _T), np.int64)  # the types of each set
+    set_size = np.zeros(n_sets, np.int64)
     pool_in = np.zeros((n_sets, D), np.int64)  # U per set and domain
     for t in range(_T):
-        pool[dom[t]] += U[t]
         for i in range(n_sets):
             if sets[t, i]:
-                bits[t] |= 1 << i
+                set_types[i, set_size[i]] = t
+                set_size[i] += 1
                 pool_in[i, dom[t]] += U[t]
-    resolved = np.empty(D, np.int64)
-    share = np.empty(D)
+    m = np.empty(D, np.int64)
+    keep = np.empty(D)  # 1 - K_j / m_j
     log_all = np.empty(D)
     coef = np.zeros(D)
-    held_types = np.empty(_T, np.int64)
     mass = 0.0
     for s in range(S):
         mass += cnt[s] * w[s]
@@ -670,33 +713,25 @@ def _features(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray
     none[:] = 0.0
     for s in range(S):
         p = cnt[s] * w[s] / mass
-        resolved[:] = 0
-        held = 0
-        n_held = 0
-        for t in range(_T):
-            r = rows[s, t]
-            if r != 0:
-                resolved[dom[t]] += r
-                held |= bits[t]
-                held_types[n_held] = t
-                n_held += 1
+        _domain_pools(rows, s, order, start, pool, D, m)
         for j in range(D):
-            m = pool[j] - resolved[j]
             k = rows[s, _T + j]
-            share[j] = k / m if m > 0 else 0.0
-            coef[j] += p * share[j]
-            log_all[j] = _lc(m, k) if k > 0 else 0.0
-        for i in range(n_held):
-            t = held_types[i]
-            expected[t] += p * rows[s, t] * (1.0 - share[dom[t]])
+            share = k / m[j] if m[j] > 0 else 0.0
+            keep[j] = 1.0 - share
+            coef[j] += p * share
+            log_all[j] = _lc(m[j], k)
+        for t in range(_T):
+            expected[t] += p * rows[s, t] * keep[dom[t]]
         for i in range(n_sets):
-            if held & (1 << i):
+            held = 0
+            for c in range(set_size[i]):
+                held += rows[s, set_types[i, c]]
+            if held > 0:
                 continue
             log_p = 0.0
             for j in range(D):
-                k = rows[s, _T + j]
-                if k > 0:
-                    log_p += _lc(pool[j] - resolved[j] - pool_in[i, j], k) - log_all[j]
+                if pool_in[i, j] > 0:
+                    log_p += _lc(m[j] - pool_in[i, j], rows[s, _T + j]) - log_all[j]
             none[i] += p * _exp0(log_p)
     for t in range(_T):
         expected[t] += coef[dom[t]] * U[t]
@@ -724,6 +759,7 @@ def _marginals(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarra
                U: np.ndarray) -> np.ndarray:
     """``P(count of type t = x)`` (54 x 5): per row ``R_t + G``, ``G`` hypergeometric; mixed by mass."""
     S, D = meta[0], meta[1]
+    order, start, pool = _layout(dom, D, U)
     m = np.empty(D, np.int64)
     out = np.zeros((_T, _MAX_COPIES + 1))
     mass = 0.0
@@ -731,7 +767,7 @@ def _marginals(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarra
         mass += cnt[s] * w[s]
     for s in range(S):
         p = cnt[s] * w[s] / mass
-        _domain_pools(rows, s, dom, D, U, m)
+        _domain_pools(rows, s, order, start, pool, D, m)
         for t in range(_T):
             j = dom[t]
             for g in range(_MAX_COPIES + 1):
@@ -746,6 +782,7 @@ def _log_prob(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray
               U: np.ndarray, hand: np.ndarray) -> float:
     """``log P(hand)`` under the rows: ``log sum_s mass_s prod_j [prod_t C(A_t, h_t - R_t)] / C(m_j, K_j)``."""
     S, D = meta[0], meta[1]
+    order, start, pool = _layout(dom, D, U)
     m = np.empty(D, np.int64)
     lazy = np.empty(D, np.int64)
     logs = np.full(S, -np.inf)
@@ -765,7 +802,7 @@ def _log_prob(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray
             log_p += _lc(U[t] - rows[s, t], extra)
         if not fits:
             continue
-        _domain_pools(rows, s, dom, D, U, m)
+        _domain_pools(rows, s, order, start, pool, D, m)
         for j in range(D):
             if lazy[j] != rows[s, _T + j]:
                 fits = False
@@ -934,6 +971,12 @@ class HandStates:
         if particles > len(self.cnt_buf):  # later splits may make a row per particle: room for them
             self._reserve(particles)
         _resample(*self._args()[:4], particles, _uniform(self.stream) if u is None else u)
+
+    def resample_below(self, particles: int, threshold: float) -> bool:
+        """:meth:`resample` to ``particles`` if the ESS is below ``threshold`` (one compiled call); True if it did."""
+        if particles > len(self.cnt_buf):
+            self._reserve(particles)
+        return _resample_below(*self._args()[:4], particles, threshold, self.stream)
 
     def merge(self) -> None:
         """Merge identical rows of equal weight (their particles pool; the law and the ESS do not change)."""
