@@ -319,13 +319,22 @@ def _detach(rows: np.ndarray, meta: np.ndarray, dom: np.ndarray, mask: np.ndarra
     _normalize(rows, meta, dom)
 
 
+def _hash_weights() -> np.ndarray:
+    """Odd random 64-bit multipliers, one per column (fixed: the hash only groups candidates for comparison)."""
+    return np.random.default_rng(20261123).integers(0, 2**63, ROW_WIDTH, dtype=np.int64).astype(np.uint64) | 1
+
+
+_HASH_WEIGHTS = _hash_weights()
+
+
 @njit(cache=True)
 def _row_hash(rows: np.ndarray, s: int, W: int) -> np.uint64:
-    """FNV-1a over the row's counts (equal rows, equal hash; the merge compares rows whose hashes agree)."""
-    h = np.uint64(14695981039346656037)
+    """A hash of the row's counts: a sum of independent products (no chain of dependent multiplies as in FNV);
+    equal rows hash alike, and the merge compares rows whose hashes agree."""
+    h = np.uint64(0)
     for c in range(W):
-        h = (h ^ np.uint64(rows[s, c])) * np.uint64(1099511628211)
-    return h
+        h += np.uint64(rows[s, c]) * _HASH_WEIGHTS[c]
+    return h ^ (h >> np.uint64(29))
 
 
 @njit(cache=True)
@@ -372,34 +381,41 @@ def _merge(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray) -
 
 
 @njit(cache=True)
-def _resolve_row(rows: np.ndarray, src: int, dst: int, dom: np.ndarray, D: int, U: np.ndarray,
-                 x: np.uint64, avail: np.ndarray, types: np.ndarray) -> np.uint64:
-    """Row ``dst`` := row ``src`` with every lazy card drawn (without replacement within its domain); returns
-    the random state after the draws."""
-    for t in range(_T):
-        avail[t] = U[t] - rows[src, t]
-        rows[dst, t] = rows[src, t]
+def _lazy_copies(rows: np.ndarray, s: int, U: np.ndarray, order: np.ndarray, start: np.ndarray, D: int,
+                 cards: np.ndarray, first: np.ndarray, lazy: np.ndarray) -> None:
+    """The unresolved physical cards of row ``s``'s domains with lazy cards, one entry per copy (its type), domain
+    ``j``'s in ``cards[first[j]:first[j + 1]]``; ``lazy[j]`` := its lazy count."""
+    n = 0
     for j in range(D):
-        k = rows[src, _T + j]
-        rows[dst, _T + j] = 0
-        if k == 0:
+        first[j] = n
+        lazy[j] = rows[s, _T + j]
+        if lazy[j] == 0:
             continue
-        n, total = 0, 0
-        for t in range(_T):
-            if dom[t] == j and avail[t] > 0:
-                types[n] = t
+        for i in range(start[j], start[j + 1]):
+            t = order[i]
+            for _ in range(U[t] - rows[s, t]):
+                cards[n] = t
                 n += 1
-                total += avail[t]
-        for _ in range(k):
-            x, r = _below(x, total)
-            for i in range(n):
-                t = types[i]
-                r -= avail[t]
-                if r < 0:
-                    avail[t] -= 1
-                    rows[dst, t] += 1
-                    total -= 1
-                    break
+    first[D] = n
+
+
+@njit(cache=True)
+def _deal(rows: np.ndarray, src: int, dst: int, D: int, cards: np.ndarray, first: np.ndarray, lazy: np.ndarray,
+          x: np.uint64) -> np.uint64:
+    """Row ``dst`` := row ``src`` (its copies listed by :func:`_lazy_copies`) with every lazy card drawn: ``lazy[j]``
+    cards of domain ``j`` without replacement, by a partial Fisher-Yates shuffle of its copies (any order of the
+    list gives a uniform subset, so one list serves every particle of the row). Returns the random state."""
+    if dst != src:
+        for t in range(_T):
+            rows[dst, t] = rows[src, t]
+    for j in range(D):
+        rows[dst, _T + j] = 0
+        lo, size = first[j], first[j + 1] - first[j]
+        for i in range(lazy[j]):
+            x, r = _below(x, size - i)
+            a, b = lo + i, lo + i + r
+            cards[a], cards[b] = cards[b], cards[a]
+            rows[dst, cards[a]] += 1
     return x
 
 
@@ -607,19 +623,23 @@ def _resolve_all(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndar
     """Every particle's lazy cards drawn: one full hand per particle (in place, from the last row back), then
     one domain with no lazy cards and equal rows merged."""
     S, D = meta[0], meta[1]
+    order, start, _ = _layout(dom, D, U)
     total = 0
     for s in range(S):
         total += cnt[s]
-    avail = np.empty(_T, np.int64)
-    types = np.empty(_T, np.int64)
+    cards = np.empty(DECK_SIZE, np.int64)
+    first = np.empty(D + 1, np.int64)
+    lazy = np.empty(D, np.int64)
     end = total
     x = stream[0]
     for s in range(S - 1, -1, -1):
         weight = w[s]
+        _lazy_copies(rows, s, U, order, start, D, cards, first, lazy)
         for _ in range(cnt[s]):
             end -= 1
-            # The parent row s is read until its last child, which is written at index >= s.
-            x = _resolve_row(rows, s, end, dom, D, U, x, avail, types)
+            # The children of row s land at index >= s; the last one written may be row s itself, which _deal
+            # reads before writing (its lazy counts and copies are already in lazy and cards).
+            x = _deal(rows, s, end, D, cards, first, lazy, x)
             w[end] = weight
             cnt[end] = 1
     stream[0] = x
@@ -821,22 +841,25 @@ def _log_prob(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray
 @njit(cache=True)
 def _sample(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, dom: np.ndarray, U: np.ndarray,
             n: int, stream: np.ndarray) -> np.ndarray:
-    """``n`` independent full hands: a row by mass, then its lazy cards drawn; a scratch row past the live ones."""
+    """``n`` independent full hands: a row by mass, then its lazy cards drawn."""
     S, D = meta[0], meta[1]
     mass = np.empty(S)
     for s in range(S):
         mass[s] = cnt[s] * w[s]
     total = mass.sum()
     hands = np.empty((n, _T), np.int64)
-    work = np.empty((S + 1, rows.shape[1]), np.int64)
-    work[:S] = rows[:S]
-    avail = np.empty(_T, np.int64)
-    types = np.empty(_T, np.int64)
+    order, start, _ = _layout(dom, D, U)
+    cards = np.empty(DECK_SIZE, np.int64)
+    first = np.empty(D + 1, np.int64)
+    lazy = np.empty(D, np.int64)
+    work = np.empty((1, rows.shape[1]), np.int64)
     x = stream[0]
     for i in range(n):
         x, s = _pick(mass, S, total, x)
-        x = _resolve_row(work, s, S, dom, D, U, x, avail, types)
-        hands[i] = work[S, :_T]
+        _lazy_copies(rows, s, U, order, start, D, cards, first, lazy)
+        work[0, :_T + D] = rows[s, :_T + D]
+        x = _deal(work, 0, 0, D, cards, first, lazy, x)
+        hands[i] = work[0, :_T]
     stream[0] = x
     return hands
 
