@@ -28,6 +28,7 @@ from uno_env.cards import (
 )
 from uno_env.view import Event, PublicView
 
+
 def _feature_sets() -> np.ndarray:
     """(54 x 5) card-type sets of the fixed probability channels: each colour plus the wilds, and the wilds."""
     sets = np.zeros((NUM_CARD_TYPES, 5), dtype=bool)
@@ -295,25 +296,32 @@ class ParticleBelief(PublicTracker, _StatesBelief):
             self.states.resolve(self.pool)
 
     def _step(self, event: Event) -> None:
+        self._reweighted = False
         self._apply(event)
         if not self.lazy:
             self.states.resolve(self.pool)
-        self.states.resample_below(self._target, self.ess_threshold * self._target)
+        # Only a reweighting lowers the ESS (splits, resolutions and merges keep every particle's weight), and
+        # after each check it is at least the threshold: an event that reweighted nothing needs no check.
+        if self._reweighted:
+            self.states.resample_below(self._target, self.ess_threshold * self._target)
 
     def _own_draw(self, card: int) -> None:
         if not self._public_only:
             self.states.own_draw(self.pool, card)
+            self._reweighted = True
 
     def _opp_play(self, card: int, action: int, decision: Decision) -> None:
         if self._public_only:
             return
         self.states.resolve_type(self.pool, card, require=True, remove=True)
+        self._reweighted = True
 
     def _opp_draw(self, count: int, playable: tuple[int, ...] | None) -> None:
         if self._public_only:
             return
         if playable is not None:
             self.states.constrain(self.pool, playable)
+            self._reweighted = True
         self.states.draw(self.pool, count)
 
     def _reshuffle(self, added: np.ndarray) -> None:

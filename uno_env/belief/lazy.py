@@ -246,9 +246,16 @@ def _split(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, p
             total += p
         if not (total > 0.0):
             return False
-        for _ in range(cnt[s]):
-            x, o = _pick(probs[s], n_out, total, x)
-            bucket[o] += 1
+        only = -1  # the one possible outcome, if there is one: its particles need no draw
+        for o in range(n_out):
+            if probs[s, o] > 0.0:
+                only = o if only == -1 else -2
+        if only >= 0:
+            bucket[only] = cnt[s]
+        else:
+            for _ in range(cnt[s]):
+                x, o = _pick(probs[s], n_out, total, x)
+                bucket[o] += 1
         for o in range(n_out):
             if bucket[o] > 0:
                 parent[n] = s
@@ -557,7 +564,7 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
             return False
         if count == 1:  # one card: count the particles per domain, no keys to sort
             bucket[:] = 0
-            for q in range(cnt[s]):
+            for _ in range(cnt[s]):
                 x, r = _below(x, size)
                 j = 0
                 while r >= deck[j]:
@@ -706,26 +713,27 @@ def _features(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray
     """``expected[t] = E[count of t]`` and ``none[i] = P(no card of set i)`` (``sets``: 54 x n booleans).
 
     Per row: ``R + K_j A / m_j = R (1 - K_j / m_j) + U K_j / m_j``, and ``[R_S = 0] prod_j C(m_j - a_{S,j}, K_j)
-    / C(m_j, K_j)``; mixed by mass. Two facts keep a row's cost near one pass over its 54 counts: the ``U`` term
-    sums per domain over the rows, and in a row with ``R_S = 0`` the unresolved copies of ``S`` in domain ``j``
-    are those of the pool, ``a_{S,j} = U_{S,j}``, the same in every row.
+    / C(m_j, K_j)``; mixed by mass. What keeps a row's cost near one branch-free pass over its 54 counts: the
+    ``U`` term sums per domain over the rows; a row's resolved types (a few) are listed in that pass, with a
+    bit mask of them that says at once whether it holds a card of a set; and in a row with ``R_S = 0`` the
+    unresolved copies of ``S`` in domain ``j`` are those of the pool, ``a_{S,j} = U_{S,j}``, the same in every row.
     """
     S, D = meta[0], meta[1]
     n_sets = sets.shape[1]
-    order, start, pool = _layout(dom, D, U)
-    set_types = np.empty((n_sets, _T), np.int64)  # the types of each set
-    set_size = np.zeros(n_sets, np.int64)
+    pool = np.zeros(D, np.int64)  # U per domain
     pool_in = np.zeros((n_sets, D), np.int64)  # U per set and domain
+    set_bits = np.zeros(n_sets, np.uint64)  # the types of each set, bit t for type t
     for t in range(_T):
+        pool[dom[t]] += U[t]
         for i in range(n_sets):
             if sets[t, i]:
-                set_types[i, set_size[i]] = t
-                set_size[i] += 1
+                set_bits[i] |= np.uint64(1) << np.uint64(t)
                 pool_in[i, dom[t]] += U[t]
     m = np.empty(D, np.int64)
     keep = np.empty(D)  # 1 - K_j / m_j
     log_all = np.empty(D)
     coef = np.zeros(D)
+    resolved = np.empty(_T, np.int64)
     mass = 0.0
     for s in range(S):
         mass += cnt[s] * w[s]
@@ -733,20 +741,28 @@ def _features(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray
     none[:] = 0.0
     for s in range(S):
         p = cnt[s] * w[s] / mass
-        _domain_pools(rows, s, order, start, pool, D, m)
+        n_res = 0
+        held = np.uint64(0)
+        for t in range(_T):  # branch-free: list the resolved types and mark them
+            some = rows[s, t] != 0
+            resolved[n_res] = t
+            n_res += some
+            held |= np.uint64(some) << np.uint64(t)
+        m[:] = pool
+        for i in range(n_res):
+            t = resolved[i]
+            m[dom[t]] -= rows[s, t]
         for j in range(D):
             k = rows[s, _T + j]
             share = k / m[j] if m[j] > 0 else 0.0
             keep[j] = 1.0 - share
             coef[j] += p * share
             log_all[j] = _lc(m[j], k)
-        for t in range(_T):
+        for i in range(n_res):
+            t = resolved[i]
             expected[t] += p * rows[s, t] * keep[dom[t]]
         for i in range(n_sets):
-            held = 0
-            for c in range(set_size[i]):
-                held += rows[s, set_types[i, c]]
-            if held > 0:
+            if held & set_bits[i]:
                 continue
             log_p = 0.0
             for j in range(D):
@@ -865,6 +881,9 @@ def _sample(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, 
 
 
 # ---------------------------------------------------------------------------------------------- the class
+_TYPE_MASKS: dict[tuple[int, ...], np.ndarray] = {}
+
+
 def seeded_stream(rng: np.random.Generator) -> np.ndarray:
     """A kernel random stream (splitmix64 state, ``uint64`` array of one element) seeded from ``rng``."""
     return np.array([rng.integers(0, 2**63)], dtype=np.uint64)
@@ -885,7 +904,7 @@ class HandStates:
     The attributes ``R``, ``K``, ``cnt``, ``w`` are views of the live rows; ``dom`` is the domain split.
     """
 
-    __slots__ = ("rows", "cnt_buf", "w_buf", "dom", "meta", "stream")
+    __slots__ = ("rows", "cnt_buf", "w_buf", "dom", "meta", "stream", "_args")
 
     def __init__(self, R: np.ndarray, K: np.ndarray, dom: np.ndarray, cnt: np.ndarray, w: np.ndarray,
                  stream: np.ndarray | None = None, capacity: int | None = None) -> None:
@@ -903,6 +922,7 @@ class HandStates:
         self.dom = np.array(dom, dtype=np.int64)
         self.meta = np.array([S, D], np.int64)
         self.stream = np.zeros(1, np.uint64) if stream is None else stream
+        self._args = (self.rows, self.cnt_buf, self.w_buf, self.meta, self.dom)  # what every kernel takes first
 
     @classmethod
     def uniform(cls, hand_size: int, particles: int, stream: np.ndarray | None = None) -> HandStates:
@@ -956,82 +976,83 @@ class HandStates:
         self.rows = np.zeros((capacity, ROW_WIDTH), np.int64)
         self.cnt_buf, self.w_buf = np.zeros(capacity, np.int64), np.zeros(capacity)
         self.rows[:S], self.cnt_buf[:S], self.w_buf[:S] = rows[:S], cnt[:S], w[:S]
+        self._args = (self.rows, self.cnt_buf, self.w_buf, self.meta, self.dom)
 
-    def _args(self) -> tuple:
-        return self.rows, self.cnt_buf, self.w_buf, self.meta, self.dom
-
-    # ------------------------------------------------------------------ events (each raises Depleted if no row survives)
+    # ------------------------------------------------------------------ events (each raises Depleted if no row lives)
     def own_draw(self, U: np.ndarray, card: int) -> None:
         """The tracking seat drew ``card`` from the deck: weigh rows by its expected copies in their deck."""
-        if not _own_draw(*self._args(), U, card):
+        if not _own_draw(*self._args, U, card):
             raise Depleted
 
     def resolve_type(self, U: np.ndarray, card: int, require: bool, remove: bool = False) -> None:
         """Draw the lazy count of type ``card`` into ``R`` (given the hand holds one, if ``require``); with
         ``remove``, one ``card`` then leaves every row (the opponent played it)."""
-        if not _play(*self._args(), U, card, require, remove, self.stream):
+        if not _play(*self._args, U, card, require, remove, self.stream):
             raise Depleted
 
     def constrain(self, U: np.ndarray, types: tuple[int, ...] | np.ndarray) -> None:
         """The hand held none of ``types``: weigh rows by that probability and take the types out of the domains."""
-        mask = np.zeros(_T, np.bool_)
-        mask[np.asarray(types, dtype=np.intp)] = True
-        if not _constrain(*self._args(), U, mask):
+        key = tuple(types)
+        mask = _TYPE_MASKS.get(key)
+        if mask is None:  # a few dozen playable sets occur (PLAYABLE): each mask is built once
+            mask = _TYPE_MASKS[key] = np.zeros(_T, np.bool_)
+            mask[list(key)] = True
+        if not _constrain(*self._args, U, mask):
             raise Depleted
 
     def draw(self, U: np.ndarray, count: int) -> None:
         """The opponent drew ``count`` unseen cards: each joins the lazy subset of the domain it came from."""
-        if not _draw(*self._args(), U, count, self.stream):
+        if not _draw(*self._args, U, count, self.stream):
             raise Depleted
 
     def resolve(self, U: np.ndarray) -> None:
         """Draw every lazy card: each particle becomes a full hand (multivariate hypergeometric per domain)."""
-        _resolve_all(*self._args(), U, self.stream)
+        _resolve_all(*self._args, U, self.stream)
 
     def resample(self, particles: int, u: float | None = None) -> None:
         """Systematic resampling to ``particles`` equally weighted particles (offset ``u``, drawn from the stream
         if omitted), then merge duplicates."""
         if particles > len(self.cnt_buf):  # later splits may make a row per particle: room for them
             self._reserve(particles)
-        _resample(*self._args()[:4], particles, _uniform(self.stream) if u is None else u)
+        _resample(*self._args[:4], particles, _uniform(self.stream) if u is None else u)
 
     def resample_below(self, particles: int, threshold: float) -> bool:
         """:meth:`resample` to ``particles`` if the ESS is below ``threshold`` (one compiled call); True if it did."""
         if particles > len(self.cnt_buf):
             self._reserve(particles)
-        return _resample_below(*self._args()[:4], particles, threshold, self.stream)
+        return _resample_below(*self._args[:4], particles, threshold, self.stream)
 
     def merge(self) -> None:
         """Merge identical rows of equal weight (their particles pool; the law and the ESS do not change)."""
-        _merge(*self._args()[:4])
+        _merge(*self._args[:4])
 
     # ------------------------------------------------------------------ what the rows say about the hand
     def features_into(self, U: np.ndarray, sets: np.ndarray, out: np.ndarray) -> None:
         """The feature vector into ``out`` (float32, 54 + n): ``E[count of each type]``, then
         ``P(the hand holds a card of set i)`` for each column of the (54 x n) boolean ``sets``."""
-        _features_into(*self._args(), U, sets, out)
+        _features_into(*self._args, U, sets, out)
 
     def expected_counts(self, U: np.ndarray) -> np.ndarray:
         """``E[count of each type in the hand]``, float64 (54,)."""
         expected = np.empty(_T)
-        _features(*self._args(), U, np.zeros((_T, 0), np.bool_), expected, np.empty(0))
+        _features(*self._args, U, np.zeros((_T, 0), np.bool_), expected, np.empty(0))
         return expected
 
     def prob_none(self, U: np.ndarray, sets: np.ndarray) -> np.ndarray:
         """``P(the hand holds no card of set i)`` for each column ``i`` of the (54 x n) boolean ``sets``."""
         none = np.empty(sets.shape[1])
-        _features(*self._args(), U, np.asarray(sets, np.bool_), np.empty(_T), none)
+        _features(*self._args, U, np.asarray(sets, np.bool_), np.empty(_T), none)
         return none
 
     def marginals(self, U: np.ndarray) -> np.ndarray:
         """``P(count of type t = x)`` as a (54, 5) array (x = 0..4)."""
-        return _marginals(*self._args(), U)
+        return _marginals(*self._args, U)
 
     def log_prob(self, U: np.ndarray, hand: np.ndarray) -> float:
         """``log P(hand)`` of one full hand (54 counts) under the rows; ``-inf`` if no row allows it."""
-        return float(_log_prob(*self._args(), U, np.asarray(hand, dtype=np.int64)))
+        return float(_log_prob(*self._args, U, np.asarray(hand, dtype=np.int64)))
 
     def sample(self, U: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` independent full hands (int64 rows of 54 counts) drawn from the rows, with a stream seeded from
         ``rng`` (the state's own stream is left alone, so sampling does not change the filter's later draws)."""
-        return _sample(*self._args(), U, n, seeded_stream(rng))
+        return _sample(*self._args, U, n, seeded_stream(rng))
