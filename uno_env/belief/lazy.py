@@ -28,15 +28,17 @@ Domains whose lazy count is zero in every row are merged, so the split stays coa
 **Storage.** The rows live in preallocated arrays of a fixed capacity (the most particles the state will
 hold: a split never makes more rows than particles): ``rows`` (capacity x 109 int64) holds ``R`` in its
 first 54 columns and ``K`` in the next ``D``; ``cnt``, ``w`` per row; ``meta = [S, D]`` the live row and
-domain counts. Every update is one ``numba`` kernel over these arrays (one call from Python per event):
-an env step with ``N = 1000`` spends tens of microseconds here instead of the milliseconds of the numpy
-version it replaced, which was dominated by the cost of many small array operations.
+domain counts. Every update and every answer is one ``numba`` kernel over these arrays (one call from
+Python): an env step with ``N = 1000`` spends tens of microseconds here instead of the milliseconds of the
+numpy version it replaced, which was dominated by the cost of many small array operations
+(docs/BENCHMARKS.md, "The lazy filter compiled").
 
 **Randomness** comes from a splitmix64 stream (:func:`uno_env.core.below`, a ``uint64`` array of one
 element) that the state carries, seeded by its owner (:class:`~uno_env.belief.filters.ParticleBelief` seeds
 it from its ``numpy`` generator at each ``reset``): the same seed gives the same particles. A split draws an
 outcome per particle (a multinomial draw, one category at a time), so the rows are the same in law as the
-numpy version's, not the same draws.
+numpy version's, not the same draws. :meth:`HandStates.sample` seeds its own stream from the generator it is
+given, so drawing hands for a planner leaves the filter's stream alone.
 """
 
 from __future__ import annotations
