@@ -512,8 +512,9 @@ def _constrain(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarra
     return True
 
 
-#: Cards of one draw grouped per particle (a sorted list of their domains packed in 6 bits each, in an int64).
+#: Cards of one draw grouped per particle (the sorted list of their domains as an int64 in base D <= 55).
 _DRAW_CHUNK = 10
+_KEY_SPACE = 4096
 
 
 @njit(cache=True)
@@ -551,6 +552,13 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
         most = max(most, cnt[s])
         total += cnt[s]
     keys = np.empty(most, np.int64)
+    # Keys of a multiset of domains: sorted picks in base D. Up to _KEY_SPACE keys, a row's particles are counted
+    # per key in a table (sorting a thousand keys cost more than drawing them); beyond, keys are sorted.
+    space = 1
+    for _ in range(count):
+        space = min(space * D, _KEY_SPACE + 1)
+    table = space <= _KEY_SPACE
+    per_key = np.zeros(space if table else 0, np.int64)
     parent = np.empty(total, np.int64)
     group = np.empty(total, np.int64)
     key_of = np.empty(total, np.int64)
@@ -580,6 +588,7 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
                     key_of[n] = j
                     n += 1
             continue
+        n_keys = 0
         for q in range(cnt[s]):
             left[:] = deck
             for c in range(count):
@@ -597,8 +606,22 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
                 picks[i] = j
             key = 0
             for c in range(count):
-                key = (key << 6) | picks[c]
-            keys[q] = key
+                key = key * D + picks[c]
+            if table:
+                if per_key[key] == 0:
+                    keys[n_keys] = key  # first appearance: the children follow the order of the draws
+                    n_keys += 1
+                per_key[key] += 1
+            else:
+                keys[q] = key
+        if table:
+            for i in range(n_keys):
+                parent[n] = s
+                group[n] = per_key[keys[i]]
+                key_of[n] = keys[i]
+                per_key[keys[i]] = 0
+                n += 1
+            continue
         if cnt[s] > 1:
             keys[:cnt[s]].sort()
         q = 0
@@ -616,8 +639,8 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
     for i in range(n):
         key = key_of[i]
         for _ in range(count):
-            rows[i, _T + (key & 63)] += 1
-            key >>= 6
+            rows[i, _T + key % D] += 1
+            key //= D
     _normalize(rows, meta, dom)
     # Children of different parents often coincide (a row with K = (2, 1) that drew from domain 2 and one with
     # (1, 2) that drew from domain 1); right after a resampling their weights are equal too, and merging them
