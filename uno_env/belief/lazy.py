@@ -103,8 +103,8 @@ def _uniform(stream: np.ndarray) -> float:
 
 
 # The hot loops draw one number per particle. They keep the splitmix64 state in a local variable (written back to
-# the stream at the end) and map 53 random bits to 0..n-1 by an integer product: the same generator as
-# uno_env.core.below, 2.5 times faster there than a call that loads and stores the stream each time.
+# the stream at the end) and map 53 random bits to 0..n-1 by an integer product: the splitmix64 sequence of
+# uno_env.core, 2.5 times faster in these loops than a call that loads and stores the stream each time.
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
