@@ -707,6 +707,7 @@ def _resolve_all(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndar
 
 @njit(cache=True)
 def _ess(cnt: np.ndarray, w: np.ndarray, S: int) -> float:
+    """Effective sample size ``(sum cnt w)^2 / sum cnt w^2`` of the first ``S`` rows."""
     mass = 0.0
     square = 0.0
     for s in range(S):
@@ -1018,6 +1019,7 @@ class HandStates:
         return _ess(self.cnt_buf, self.w_buf, int(self.meta[0]))
 
     def _reserve(self, capacity: int) -> None:
+        """Grow the buffers to ``capacity`` rows, keeping the live ones (a resampling to more particles)."""
         S = self.size
         rows, cnt, w = self.rows, self.cnt_buf, self.w_buf
         self.rows = np.zeros((capacity, ROW_WIDTH), np.int64)
