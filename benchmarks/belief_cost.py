@@ -16,6 +16,10 @@ with the opponent's policy, and a table of what that filter did per game (resamp
 accepted, rescues, recoveries, fallbacks). Each figure is the best of ``--repeats`` runs (slower runs measure
 other load on the machine). Results go to stdout as Markdown tables (docs/BENCHMARKS.md).
 
+``--clock cpu`` times with the CPU time of the benchmark's thread (``time.thread_time``) instead of the wall
+clock: on a machine shared with other busy processes the wall times of these short measurements swing by a
+factor of two from run to run, the CPU times much less (cache effects of the other processes remain).
+
 ``--cache`` also counts how often a public position of the tracked seat repeats (the particle cache of the
 design note keys particles by position; a cache only pays if positions recur).
 """
@@ -55,7 +59,12 @@ def record_views(rival: str, games: int, seed: int) -> list[list[PublicView]]:
     return out
 
 
-def per_view(make: Callable[[], object], games: list[list[PublicView]]) -> tuple[float, float]:
+#: The clocks of ``--clock``: the wall clock, or the CPU time of this thread.
+CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.thread_time}
+
+
+def per_view(make: Callable[[], object], games: list[list[PublicView]],
+             clock: Callable[[], float] = time.perf_counter) -> tuple[float, float]:
     """Microseconds per view of ``update`` and of ``features`` for fresh trackers fed the recorded games."""
     update = features = 0.0
     views = 0
@@ -63,17 +72,18 @@ def per_view(make: Callable[[], object], games: list[list[PublicView]]) -> tuple
         tracker = make()
         tracker.reset(game[0])
         for view in game[1:]:
-            start = time.perf_counter()
+            start = clock()
             tracker.update(view)
-            middle = time.perf_counter()
+            middle = clock()
             tracker.features()
             update += middle - start
-            features += time.perf_counter() - middle
+            features += clock() - middle
             views += 1
     return 1e6 * update / views, 1e6 * features / views
 
 
-def per_step(rival: str, belief: str, n_particles: int, games: int, seed: int) -> float:
+def per_step(rival: str, belief: str, n_particles: int, games: int, seed: int,
+             clock: Callable[[], float] = time.perf_counter) -> float:
     """Microseconds per ``UnoEnv`` step with a uniformly random agent."""
     env = UnoEnv(opponent=rival, belief=belief, n_particles=n_particles)
     rng = np.random.default_rng(seed)
@@ -81,12 +91,12 @@ def per_step(rival: str, belief: str, n_particles: int, games: int, seed: int) -
     for g in range(games):
         _, info = env.reset(seed=seed + g)
         terminated = False
-        start = time.perf_counter()
+        start = clock()
         while not terminated:
             legal = np.flatnonzero(info["action_mask"])
             _, _, terminated, _, info = env.step(legal[rng.integers(len(legal))])
             steps += 1
-        elapsed += time.perf_counter() - start
+        elapsed += clock() - start
     return 1e6 * elapsed / steps
 
 
@@ -131,9 +141,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--opponents", nargs="+", default=["random", "rule"], choices=["random", "rule"])
     parser.add_argument("--aware", action="store_true", help="also time the policy-aware filter per view")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                        help="wall clock (default) or the CPU time of the thread (steadier on a shared machine)")
     parser.add_argument("--cache", type=int, default=0, metavar="GAMES",
                         help="also count repeated positions over this many games (0: skip)")
     args = parser.parse_args(argv)
+    clock = CLOCKS[args.clock]
     if args.games < 1 or args.repeats < 1 or min(args.particles) < 1 or args.cache < 0:
         parser.error("--games, --repeats and --particles must be positive, --cache not negative")
 
@@ -153,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             def make(kind: str = kind, n: int = n, aware: bool = aware, rival: str = rival) -> object:
                 return make_belief(kind, n_particles=n, rng=np.random.default_rng(args.seed),
                                    opponent_policy=make_policy(rival) if aware else None)
-            update, features = min((per_view(make, games) for _ in range(args.repeats)), key=sum)
+            update, features = min((per_view(make, games, clock) for _ in range(args.repeats)), key=sum)
             label = kind if kind == "counting" else f"particles N={n}" + (", policy-aware" if aware else "")
             print(f"| {rival} | {label} | {update:,.0f} | {features:,.0f} | {views:.1f} |", flush=True)
         if args.aware:
@@ -172,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     for rival in args.opponents:
         base = None
         for kind, n in kinds:
-            cost = min(per_step(rival, kind, n, args.games, args.seed) for _ in range(args.repeats))
+            cost = min(per_step(rival, kind, n, args.games, args.seed, clock) for _ in range(args.repeats))
             base = cost if base is None else base
             label = kind if kind != "particles" else f"particles N={n}"
             share = f"{cost - base:,.0f}" if kind != "none" else ""

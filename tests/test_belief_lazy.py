@@ -1,29 +1,24 @@
-"""The lazy particle states (uno_env/belief/lazy.py): the ESS, systematic resampling, depletion."""
+"""The lazy particle states (uno_env/belief/lazy.py): the ESS, systematic resampling, depletion, and the compiled
+kernels' answers against enumeration of the rows' hands, merging, long play and seeding."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
-from belief_testlib import PLAY_SCN, Replay
+from belief_testlib import PLAY_SCN, Replay, unseen
 
 from uno_env.belief import (
     ParticleBelief,
 )
-from uno_env.belief.lazy import Depleted, HandStates
+from uno_env.belief.lazy import Depleted, HandStates, seeded_stream
 from uno_env.cards import NUM_CARD_TYPES
+from uno_env.game import Game
+from uno_env.opponents import RandomPolicy
 
 
 # ---------------------------------------------------------------------------------------------- 6. resampling
-class FixedUniform:
-    """A stand-in generator whose ``random()`` returns a chosen u (systematic resampling draws one u)."""
-
-    def __init__(self, u: float) -> None:
-        self.u = u
-
-    def random(self) -> float:
-        return self.u
-
-
 def distinct_rows(cnt: list[int], w: list[float]) -> HandStates:
     """Rows that differ (row i holds one card of type i), with particle counts and weights."""
     rows = len(cnt)
@@ -51,7 +46,7 @@ def test_systematic_resampling_counts_weights_and_unbiasedness():
     totals = np.zeros(4)
     for u in grid:
         states = distinct_rows(cnt, w)
-        states.resample(7, FixedUniform(u))
+        states.resample(7, u)  # systematic resampling draws one u: given here
         copies = np.zeros(4)
         copies[states.R.argmax(axis=1)] = states.cnt
         assert states.particles == 7 and np.allclose(states.w, 1 / 7) and states.ess() == pytest.approx(7)
@@ -59,11 +54,136 @@ def test_systematic_resampling_counts_weights_and_unbiasedness():
         totals += copies
     assert np.allclose(totals / len(grid), target, atol=2 / len(grid))
     states = distinct_rows(cnt, w)
-    states.resample(50, np.random.default_rng(0))
+    states.resample(50)
     assert states.particles == 50 and states.size <= 4
 
 
 def test_reweighting_every_row_to_zero_raises_depleted():
     """The signal the filter recovers from: no row survives a zero likelihood."""
     with pytest.raises(Depleted):
-        distinct_rows([2, 1], [0.5, 0.5]).reweight(np.zeros(2))
+        distinct_rows([2, 1], [0.5, 0.5]).own_draw(np.zeros(NUM_CARD_TYPES, np.int64), 0)
+
+
+# ---------------------------------------------------------------------------------------------- compiled kernels
+def row_hands(states: HandStates, U: np.ndarray, s: int) -> list[tuple[np.ndarray, float]]:
+    """Every hand row ``s`` allows, with ``P(h | s) = prod_j [prod_{t in j} C(A_t, h_t - R_t)] / C(m_j, K_j)``
+    (docs/BELIEF.md), by enumerating the lazy cards type by type: written from the definition, not the kernels."""
+    R, K, dom = states.R[s], states.K[s], states.dom
+    A = U - R
+    out = [(R.copy(), 1.0)]
+    for t in np.flatnonzero(A):
+        out = [(h + np.eye(NUM_CARD_TYPES, dtype=np.int64)[t] * g, p * math.comb(int(A[t]), g))
+               for h, p in out for g in range(int(A[t]) + 1)]
+    hands = []
+    for h, p in out:
+        lazy = np.bincount(dom, weights=h - R, minlength=K.shape[0])
+        if np.array_equal(lazy, K):
+            norm = math.prod(math.comb(int(A[dom == j].sum()), int(K[j])) for j in range(K.shape[0]))
+            hands.append((h, p / norm))
+    return hands
+
+
+def mixture(states: HandStates, U: np.ndarray) -> dict[tuple[int, ...], float]:
+    """The belief's distribution over whole hands: rows' hand laws mixed by their masses."""
+    law: dict[tuple[int, ...], float] = {}
+    for s, mass in enumerate(states.masses()):
+        for h, p in row_hands(states, U, s):
+            law[tuple(h)] = law.get(tuple(h), 0.0) + mass * p
+    return law
+
+
+def small_state(seed: int) -> tuple[HandStates, np.ndarray]:
+    """Several rows and domains over a small pool: 3 cards dealt, a draw, a voluntary draw, a play."""
+    U = np.zeros(NUM_CARD_TYPES, np.int64)
+    U[[0, 1, 2, 13, 14, 26, 40, 52]] = [2, 1, 2, 1, 2, 1, 1, 1]
+    states = HandStates.uniform(3, 400, seeded_stream(np.random.default_rng(seed)))
+    states.draw(U, 1)
+    states.constrain(U, (13, 14, 52))
+    states.draw(U, 2)
+    states.resolve_type(U, 0, require=True, remove=True)
+    U[0] -= 1  # the played card leaves the pool
+    assert states.size > 2 and states.K.shape[1] > 1
+    return states, U
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_compiled_answers_equal_the_rows_closed_forms(seed):
+    """Expected counts, P(no card of a set) (the features), marginals, log P(hand) and sampled hands of a state
+    with several rows and domains agree with enumerating every row's hands from their definition."""
+    states, U = small_state(seed)
+    law = mixture(states, U)
+    assert sum(law.values()) == pytest.approx(1.0)
+    hands = np.array(list(law), dtype=np.int64)
+    probs = np.array(list(law.values()))
+    assert np.allclose(states.expected_counts(U), probs @ hands, atol=1e-12)
+    marginals = np.zeros((NUM_CARD_TYPES, 5))
+    for t in range(NUM_CARD_TYPES):
+        np.add.at(marginals[t], hands[:, t], probs)
+    assert np.allclose(states.marginals(U), marginals, atol=1e-12)
+    sets = np.zeros((NUM_CARD_TYPES, 3), bool)
+    sets[[0, 1], 0] = sets[[2, 26, 40], 1] = sets[[13, 52], 2] = True
+    none = [(probs * ~(hands[:, sets[:, i]] > 0).any(axis=1)).sum() for i in range(3)]
+    assert np.allclose(states.prob_none(U, sets), none, atol=1e-12)
+    features = np.empty(NUM_CARD_TYPES + 3, np.float32)
+    states.features_into(U, sets, features)
+    assert np.allclose(features, np.concatenate((probs @ hands, 1 - np.array(none))), atol=1e-6)
+    for h, p in law.items():
+        assert states.log_prob(U, np.array(h)) == pytest.approx(math.log(p), abs=1e-9)
+    outside = hands[0].copy()
+    outside[[0, 1]] = outside[[1, 0]] + 1  # a hand of the wrong size: no row allows it
+    assert states.log_prob(U, outside) == -math.inf
+    sampled = states.sample(U, 4000, np.random.default_rng(seed))
+    assert sampled.shape == (4000, NUM_CARD_TYPES) and all(tuple(h) in law for h in sampled)
+    assert np.all(np.abs(sampled.mean(axis=0) - probs @ hands) <= 5 * np.sqrt(U ** 2 / 4 / 4000) + 1e-9)
+
+
+def test_merge_pools_equal_rows_of_equal_weight_only():
+    """Equal rows with equal weights pool their particles (the law and the ESS stay); an equal row of another
+    weight stays apart (merging it would change the ESS, hence when the filter resamples)."""
+    states = HandStates(np.array([np.eye(NUM_CARD_TYPES)[i] for i in (0, 1, 0, 0)]), np.zeros((4, 1)),
+                        np.zeros(NUM_CARD_TYPES, np.intp), np.array([1, 2, 3, 4]), np.array([0.1, 0.1, 0.1, 0.2]))
+    law, ess = states.masses(), states.ess()
+    states.merge()
+    assert states.size == 3 and list(states.cnt) == [4, 2, 4] and list(states.w) == [0.1, 0.1, 0.2]
+    assert states.ess() == pytest.approx(ess)
+    assert np.allclose(np.bincount([0, 1, 0, 2], weights=law), states.masses())
+
+
+def play_games(seed: int, particles: int, games: int = 2) -> list[tuple]:
+    """Particle filters (seeded ``seed``) following seat 0 in random games against a random opponent, checked at
+    every view; returns their rows (R, K, cnt, w, dom) at every view."""
+    trackers = []
+    for g in range(games):
+        game = Game.deal(np.random.default_rng(100 + g), g % 2)
+        policy = RandomPolicy()
+        policy.reset(g)
+        rng = np.random.default_rng(200 + g)
+        pf = ParticleBelief(particles, np.random.default_rng(seed))
+        pf.reset(game.observe(0))
+        while not game.done:
+            if game.current == 0:
+                game.step(int(rng.choice(game.legal_actions())))
+            else:
+                game.step(policy.act(game.observe(1, consume_events=False)))
+            view = game.observe(0)
+            pf.update(view)
+            features = pf.features()
+            assert np.all(np.isfinite(features)) and np.all(np.isfinite(pf.states.w)) and np.all(pf.states.w > 0)
+            # impossible particles leave until a resampling brings back N; a split never needs more rows than particles
+            assert 0 < pf.states.particles <= pf.n_particles and pf.states.size <= len(pf.states.cnt_buf)
+            assert np.all(pf.states.R >= 0) and np.all(pf.states.K >= 0)
+            resolved = pf.states.R
+            assert np.all(resolved <= unseen(view))
+            assert abs(pf.expected_counts().sum() - view.opponent_hand_size) <= 1e-9
+            states = pf.states
+            trackers.append(tuple(x.copy() for x in (states.R, states.K, states.cnt, states.w, states.dom)))
+    return trackers
+
+
+def test_long_play_stays_finite_and_seeded():
+    """Over whole games the compiled rows stay valid (finite positive weights, at most N particles, counts within
+    the pool and summing to the hand size), and the same seed gives the same rows: the splitmix stream seeded at
+    reset is the only source of randomness. Another seed gives other rows."""
+    first, again, other = play_games(1, 300), play_games(1, 300), play_games(2, 300)
+    assert all(np.array_equal(x, y) for a, b in zip(first, again, strict=True) for x, y in zip(a, b, strict=True))
+    assert any(not np.array_equal(a[0], c[0]) for a, c in zip(first, other, strict=True))

@@ -13,7 +13,7 @@ from typing import Protocol
 import numpy as np
 from numba import njit
 
-from uno_env.belief.lazy import _K_OFFSET, _LOG_COMB, Depleted, HandStates
+from uno_env.belief.lazy import _K_OFFSET, _LOG_COMB, Depleted, HandStates, seeded_stream
 from uno_env.belief.tracker import Decision, PublicTracker, pool_of
 from uno_env.cards import (
     COLOURS,
@@ -27,8 +27,6 @@ from uno_env.cards import (
     card_rank,
 )
 from uno_env.view import Event, PublicView
-
-_ALL_TYPES = np.arange(NUM_CARD_TYPES)
 
 
 def _feature_sets() -> np.ndarray:
@@ -112,10 +110,9 @@ def belief_features(states: HandStates, pool: np.ndarray, top: int, colour: int)
     * 58 ``holds_wild``: probability that it holds a wild or a wild draw four;
     * 59 ``can_play_top``: probability that it holds a card playable on the current top card and colour.
     """
-    none = states.prob_none(pool, feature_sets_at(top, colour))
-    # P(none) mixes row masses that sum to 1 only up to rounding, so it can exceed 1 by an ulp; clipped, the
-    # probabilities never fall below 0, the low bound of the env's observation space.
-    return np.concatenate((states.expected_counts(pool), np.clip(1.0 - none, 0.0, 1.0))).astype(np.float32)
+    out = np.empty(BELIEF_FEATURES, np.float32)
+    states.features_into(pool, _SETS_TABLE[colour, card_rank(top)], out)
+    return out
 
 
 class Belief(Protocol):
@@ -244,9 +241,12 @@ class ParticleBelief(PublicTracker, _StatesBelief):
     Its likelihood is the plain one (a play says the hand held the card): a policy-aware likelihood reads
     whole hands, which the lazy rows cannot keep; that filter is :class:`~uno_env.belief.trajectory.TrajectoryBelief`.
 
+    Randomness: the compiled updates draw from a splitmix64 stream seeded from ``rng`` at each ``reset``
+    (:func:`~uno_env.belief.lazy.seeded_stream`): the same seed gives the same particles.
+
     Args:
         n_particles: N.
-        rng: the generator of all its random draws.
+        rng: the generator its random stream is seeded from.
         lazy: ``False`` resolves every particle to a full hand after each event: the plain filter of the note
             (kept to measure what the lazy representation buys).
         ess_threshold: resample when ESS < ``ess_threshold * N``.
@@ -266,6 +266,7 @@ class ParticleBelief(PublicTracker, _StatesBelief):
     def reset(self, view: PublicView) -> None:
         """Start from the seat's view right after the deal (or a scenario's start)."""
         self._start(view)
+        self._stream = seeded_stream(self.rng)
         self._initial = self._snapshot()
         self._history: list[Event] = []
         self._fresh_particles(self.n_particles)
@@ -290,39 +291,44 @@ class ParticleBelief(PublicTracker, _StatesBelief):
     # ------------------------------------------------------------------ filtering
     def _fresh_particles(self, particles: int) -> None:
         self._target = particles
-        self.states = HandStates.uniform(self.opp_size, particles)
+        self.states = HandStates.uniform(self.opp_size, particles, self._stream)
         if not self.lazy:
-            self.states.resolve(self.pool, _ALL_TYPES, self.rng)
+            self.states.resolve(self.pool)
 
     def _step(self, event: Event) -> None:
+        self._reweighted = False
         self._apply(event)
         if not self.lazy:
-            self.states.resolve(self.pool, _ALL_TYPES, self.rng)
-        if self.states.ess() < self.ess_threshold * self._target:
-            self.states.resample(self._target, self.rng)
+            self.states.resolve(self.pool)
+        # Only a reweighting lowers the ESS (splits, resolutions and merges keep every particle's weight), and
+        # after each check it is at least the threshold: an event that reweighted nothing needs no check.
+        if self._reweighted:
+            self.states.resample_below(self._target, self.ess_threshold * self._target)
 
     def _own_draw(self, card: int) -> None:
         if not self._public_only:
             self.states.own_draw(self.pool, card)
+            self._reweighted = True
 
     def _opp_play(self, card: int, action: int, decision: Decision) -> None:
         if self._public_only:
             return
-        self.states.resolve_type(self.pool, card, self.rng, require=True)
-        self.states.R[:, card] -= 1
+        self.states.resolve_type(self.pool, card, require=True, remove=True)
+        self._reweighted = True
 
     def _opp_draw(self, count: int, playable: tuple[int, ...] | None) -> None:
         if self._public_only:
             return
         if playable is not None:
             self.states.constrain(self.pool, playable)
-        self.states.draw(self.pool, count, self.rng)
+            self._reweighted = True
+        self.states.draw(self.pool, count)
 
     def _reshuffle(self, added: np.ndarray) -> None:
         # The lazy subsets are uniform over the unseen copies before the reshuffle, not over the cards the
         # discard pile adds, so they are resolved first; afterwards every domain is empty and merges into one.
         if not self._public_only:
-            self.states.resolve(self.pool, _ALL_TYPES, self.rng)
+            self.states.resolve(self.pool)
 
     # ------------------------------------------------------------------ recovery
     def _recover(self, failed: Event) -> None:
@@ -338,7 +344,7 @@ class ParticleBelief(PublicTracker, _StatesBelief):
                 continue
             if particles != self.n_particles:
                 self._target = self.n_particles
-                self.states.resample(self.n_particles, self.rng)
+                self.states.resample(self.n_particles)
             self.recoveries += 1
             return
         self.fallbacks += 1

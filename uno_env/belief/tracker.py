@@ -57,6 +57,7 @@ class PublicTracker:
 
     pool: np.ndarray
     my_hand: np.ndarray
+    my_size: int
     discard: np.ndarray
     top: int
     colour: int
@@ -67,6 +68,7 @@ class PublicTracker:
     def _start(self, view: PublicView) -> None:
         """Take the public state of a view (right after the deal or at a scenario's start)."""
         self.my_hand = np.asarray(view.hand, dtype=np.int64).copy()
+        self.my_size = int(self.my_hand.sum())  # kept as an int: summing the array at every decision cost more
         self.discard = np.asarray(view.discard, dtype=np.int64).copy()
         self.pool = _COPIES - self.my_hand - self.discard
         self.top, self.colour, self.pending = view.top, view.active_colour, view.pending_draw
@@ -79,9 +81,10 @@ class PublicTracker:
     def _restore(self, snapshot: tuple) -> None:
         (my_hand, discard, pool, self.top, self.colour, self.pending, self.opp_size, self.deck_size) = snapshot
         self.my_hand, self.discard, self.pool = my_hand.copy(), discard.copy(), pool.copy()
+        self.my_size = int(self.my_hand.sum())
 
     def _decision(self) -> Decision:
-        return Decision(self.top, self.colour, self.opp_size, int(self.my_hand.sum()), self.deck_size)
+        return Decision(self.top, self.colour, self.opp_size, self.my_size, self.deck_size)
 
     def _apply(self, event: Event) -> None:
         """Replay one public event: call the hook, then update the public state."""
@@ -94,6 +97,7 @@ class PublicTracker:
                 self.opp_size -= 1
             else:
                 self.my_hand[card] -= 1
+                self.my_size -= 1
             self.discard[card] += 1
             self.top, self.colour = card, colour
             self.pending = 2 if card < WILD and card % 13 == DRAW2 else (4 if card == WILD_DRAW4 else 0)
@@ -103,6 +107,7 @@ class PublicTracker:
                     self._own_draw(card)
                     self.pool[card] -= 1
                     self.my_hand[card] += 1
+                    self.my_size += 1
                     self.deck_size -= 1
             else:
                 playable = None if self.pending else PLAYABLE[self.colour][card_rank(self.top)]
@@ -123,9 +128,11 @@ class PublicTracker:
 
     def _verify(self, view: PublicView) -> None:
         """Raise ``ValueError`` if the replayed public state differs from the view's."""
-        same = (np.array_equal(self.my_hand, view.hand) and np.array_equal(self.discard, view.discard)
-                and (self.top, self.colour, self.opp_size, self.deck_size)
-                == (view.top, view.active_colour, view.opponent_hand_size, view.deck_size))
+        # Compared as lists: np.array_equal would first turn each 54-long list of the view into an array, which
+        # cost a particle filter's env step more than some of its compiled updates.
+        same = ((self.top, self.colour, self.opp_size, self.deck_size)
+                == (view.top, view.active_colour, view.opponent_hand_size, view.deck_size)
+                and self.my_hand.tolist() == list(view.hand) and self.discard.tolist() == list(view.discard))
         if not same:
             raise ValueError("belief tracker out of sync with the view: every view of the seat (each decision and "
                              "the game end) must be passed to update() exactly once, after reset() at the deal")
