@@ -38,7 +38,8 @@ STATS = ("tests/test_statistics.py",)
 CONFIG = ("tests/test_config_checks.py", "tests/test_config.py")
 SEARCH = ("tests/test_search_invariants.py", "tests/test_search.py")
 RULES = ("tests/test_rules.py", "tests/test_invariants.py", "tests/test_opponents.py")
-BELIEF = ("tests/test_observation.py", "tests/test_belief.py")
+BELIEF = ("tests/test_observation.py", "tests/test_belief_filters.py", "tests/test_belief_lazy.py",
+          "tests/test_belief_tracker.py", "tests/test_belief_env.py")
 
 
 @dataclass(frozen=True)
@@ -79,21 +80,21 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("observation", "own hand size scaled by 54", "uno_env/observation.py",
              (("(view.hand_size / DECK_SIZE,", "(view.hand_size / 54,"),), OBS),
     # --- evaluation statistics
-    Mutation("stats", "paired interval over games, not pairs", "train/evaluate.py",
+    Mutation("stats", "paired interval over games, not pairs", "train/evaluation/statistics.py",
              (("half = t_quantile_975(n - 1) * spread / math.sqrt(n)",
                "half = t_quantile_975(n - 1) * spread / math.sqrt(pair_scores.size)"),), STATS, True),
-    Mutation("stats", "a drawn game scores 0", "train/evaluate.py",
+    Mutation("stats", "a drawn game scores 0", "train/evaluation/matches.py",
              (("scores[i, game] = 0.5 if result.winner == -1", "scores[i, game] = 0.0 if result.winner == -1"),),
              STATS, True),
-    Mutation("stats", "t quantile with n degrees of freedom", "train/evaluate.py",
+    Mutation("stats", "t quantile with n degrees of freedom", "train/evaluation/statistics.py",
              (("half = t_quantile_975(n - 1) * spread", "half = t_quantile_975(n) * spread"),), STATS, True),
-    Mutation("stats", "Wilson fallback over pairs", "train/evaluate.py",
+    Mutation("stats", "Wilson fallback over pairs", "train/evaluation/statistics.py",
              (("wilson_interval(float(pair_scores.sum()), pair_scores.size)",
                "wilson_interval(float(means.sum()), n)"),), STATS),
-    Mutation("stats", "Bradley-Terry without the virtual draw's points", "train/tournament.py",
+    Mutation("stats", "Bradley-Terry without the virtual draw's points", "train/evaluation/tournament.py",
              (("points = points + 0.5 * (games.T + games > 0)", "points = points + 0.0 * (games.T + games > 0)"),),
              STATS),
-    Mutation("stats", "ratings on the natural-log scale", "train/tournament.py",
+    Mutation("stats", "ratings on the natural-log scale", "train/evaluation/tournament.py",
              (("ratings = 400 * np.log10(strength)", "ratings = 400 * np.log(strength)"),), STATS),
     # --- config checks (the ten without a test when issue 17 was filed, then others)
     _config_check("ppo.n_steps", "n_steps: int = field(default=256, metadata=_check(_positive))", "n_steps: int = 256"),
