@@ -97,8 +97,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("stats", "ratings on the natural-log scale", "train/evaluation/tournament.py",
              (("ratings = 400 * np.log10(strength)", "ratings = 400 * np.log(strength)"),), STATS),
     # --- config checks (the ten without a test when issue 17 was filed, then others)
-    _config_check("ppo.n_steps", "n_steps: int = field(default=256, metadata=_check(_positive))", "n_steps: int = 256"),
-    _config_check("ppo.batch_size", "batch_size: int = field(default=512, metadata=_check(_positive))",
+    _config_check("ppo.n_steps", "n_steps: int = field(default=256, metadata=_check(_bounded(1, 1_000_000)))",
+                  "n_steps: int = 256"),
+    _config_check("ppo.batch_size", "batch_size: int = field(default=512, metadata=_check(_bounded(1, 10_000_000)))",
                   "batch_size: int = 512"),
     _config_check("ppo.n_epochs", "n_epochs: int = field(default=4, metadata=_check(_positive))", "n_epochs: int = 4"),
     _config_check("ppo.clip_range", "clip_range: float = field(default=0.2, metadata=_check(_positive))",
