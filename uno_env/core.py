@@ -174,14 +174,20 @@ def seed_stream(seed: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- kernels
+@njit(inline="always")
+def splitmix_mix(z: np.uint64) -> np.uint64:
+    """splitmix64's output function: 64 random bits from an advanced state ``z`` (inlined where it is called)."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
 @njit(cache=True)
 def next_u64(stream: np.ndarray) -> np.uint64:
     """splitmix64: advance the stream and return 64 random bits."""
     z = stream[0] + np.uint64(0x9E3779B97F4A7C15)
     stream[0] = z
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
+    return splitmix_mix(z)
 
 
 @njit(cache=True)

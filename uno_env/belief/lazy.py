@@ -49,7 +49,7 @@ import numpy as np
 from numba import njit
 
 from uno_env.cards import DECK_SIZE, NUM_CARD_TYPES
-from uno_env.core import below
+from uno_env.core import below, splitmix_mix
 
 _MAX_COPIES = 4
 _T = NUM_CARD_TYPES
@@ -111,9 +111,7 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 @njit(inline="always")
 def _bits53(x: np.uint64) -> np.uint64:
     """53 random bits from splitmix64 state ``x`` (already advanced)."""
-    z = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return (z ^ (z >> np.uint64(31))) >> np.uint64(11)
+    return splitmix_mix(x) >> np.uint64(11)
 
 
 @njit(inline="always")
