@@ -27,7 +27,7 @@ import torch
 
 from agents.ppo import PPOPolicy, save_model
 from train.evaluation.matches import evaluate, format_table
-from train.training.rollout_values import SCALE, collect_in_processes, fit
+from train.training.rollout_values import SCALE, SearchLabels, collect_in_processes, fit
 from uno_env.opponents import RulePolicy
 from uno_env.view import PublicView
 
@@ -64,6 +64,11 @@ def main() -> None:
     parser.add_argument("--margins", type=float, nargs="+", default=[0.1, 0.2])
     parser.add_argument("--base", default="rule", help="player to improve on: rule, random or a checkpoint path "
                                                           "(belief none)")
+    parser.add_argument("--search-simulations", type=int, default=0,
+                        help="label by the search player's root values with this budget (0: playouts from the true "
+                             "position, --deck-orders of them)")
+    parser.add_argument("--search-belief", choices=("counting", "particles"), default="counting",
+                        help="the labelling search's belief")
     parser.add_argument("--base-bonus", type=float, default=0.0, help="added to the base player's move in the targets")
     parser.add_argument("--pairs", type=int, default=500, help="deal pairs per evaluation (seed 12346)")
     parser.add_argument("--seed", type=int, default=11)
@@ -73,10 +78,11 @@ def main() -> None:
     torch.set_num_threads(1)
     args.out.mkdir(parents=True, exist_ok=True)
     labels = args.labels or args.out / "labels.npz"
+    search = SearchLabels(args.search_simulations, args.search_belief) if args.search_simulations else None
     started = time.perf_counter()
     if not labels.exists():  # labelling is the slow part: a rerun reuses it
         arrays = collect_in_processes([args.games] * args.workers, [args.seed + w for w in range(args.workers)],
-                                      args.deck_orders, args.belief, args.base)
+                                      args.deck_orders, args.belief, args.base, search)
         np.savez_compressed(labels, **dict(zip(("observations", "values", "base_moves"), arrays, strict=True)))
     data = np.load(labels)
     label_seconds = time.perf_counter() - started
@@ -85,7 +91,7 @@ def main() -> None:
     checkpoint = save_model(model, args.out / "q-network.zip", {"belief": args.belief, "config": "rollout-q",
                                                                         "steps": 0})
     network = PPOPolicy.load(checkpoint)
-    report = {"base": args.base, "positions": len(data["values"]),
+    report = {"base": args.base, "search": None if search is None else vars(search), "positions": len(data["values"]),
               "labels": int(np.isfinite(data["values"]).sum()),
               "label_seconds": round(label_seconds, 1),
               **metrics, "evaluations": {}}

@@ -258,6 +258,12 @@ _ROLLOUT = {"teacher": "rule", "labels": "rollout-values"}
     ({"pretrain": _ROLLOUT, "policy": {"critic": "privileged"}}, ["policy.critic", "'privileged'"]),
     ({"pretrain": {**_ROLLOUT, "deck_orders": 0}}, ["pretrain.deck_orders", "0"]),
     ({"pretrain": {**_ROLLOUT, "labels": "values"}}, ["pretrain.labels", "'values'", "'rollout-values'"]),
+    ({"pretrain": {**_ROLLOUT, "labels": "search-values", "teacher": "search"}},
+     ["pretrain.teacher", "labels: search-values", "'search'"]),
+    ({"pretrain": {**_ROLLOUT, "labels": "search-values", "search_simulations": 0}},
+     ["pretrain.search_simulations", "0"]),
+    ({"pretrain": {**_ROLLOUT, "labels": "search-values", "search_belief": "none"}},
+     ["pretrain.search_belief", "'none'", "'particles'"]),
 ])
 def test_rollout_value_labels_refuse_what_they_cannot_compile(changes: dict[str, Any], parts: list[str]):
     assert_names(error_of(with_(**changes)), *parts)

@@ -241,6 +241,17 @@ def test_pretrain_by_rollout_values_runs_rounds_of_policy_improvement(tmp_path: 
     assert "pretrain/round_2/gain" in scalars(folder) and "final/win_rate/random" in scalars(folder)
 
 
+def test_pretrain_by_search_values_labels_with_the_search_and_trains_end_to_end(tmp_path: Path):
+    folder = tmp_path / "search-values"
+    config = parse_config(tiny(name="search-values", total_timesteps=0, policy={"net_arch": [32]},
+                               eval={"every": 0}, pretrain={"teacher": "rule", "labels": "search-values", "games": 4,
+                                                           "search_simulations": 40, "epochs": 2, "batch_size": 64}))
+    train(config, folder, quiet=True)
+    metrics = json.loads((folder / "run_info.json").read_text())["pretrain"]
+    assert metrics["examples"] > 10 and "round_1/gain" in metrics
+    assert [p.name for p in (folder / "checkpoints").iterdir()] == ["step_000000000.zip"]
+
+
 def test_pretrain_data(tmp_path: Path):
     config = parse_config(tiny(pretrain={"teacher": "rule", "games": 6}))
     data, agreement = collect(config, seed=3)

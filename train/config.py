@@ -140,7 +140,7 @@ class PretrainConfig:
     """
 
     teacher: str | None = None
-    labels: Literal["moves", "rollout-values"] = "moves"
+    labels: Literal["moves", "rollout-values", "search-values"] = "moves"
     games: int = field(default=2000, metadata=_check(_positive))
     rounds: int = field(default=1, metadata=_check(_positive))
     expert: str | None = None
@@ -150,6 +150,8 @@ class PretrainConfig:
     batch_size: int = field(default=256, metadata=_check(_positive))
     deck_orders: int = field(default=4, metadata=_check(_bounded(1, 64)))
     base_bonus: float = field(default=0.1, metadata=_check(_non_negative))
+    search_simulations: int = field(default=800, metadata=_check(_bounded(1, 1_000_000)))
+    search_belief: Literal["counting", "particles"] = "counting"
 
 
 @dataclass
@@ -437,20 +439,21 @@ def config_to_dict(config: TrainConfig) -> dict[str, Any]:
 
 
 def _validate_rollout_values(config: TrainConfig) -> None:
-    """``pretrain.labels: rollout-values`` continues playouts with compiled players: only those it can compile."""
+    """``pretrain.labels: rollout-values`` (or ``search-values``) plays compiled base players: only those it can
+    compile."""
     pretrain = config.pretrain
-    if pretrain.labels != "rollout-values" or pretrain.teacher is None:
+    if pretrain.labels == "moves" or pretrain.teacher is None:
         return
     if pretrain.expert is not None:
-        raise ConfigError(f"pretrain.expert is for labels: moves; with labels: rollout-values each round's base "
+        raise ConfigError(f"pretrain.expert is for labels: moves; with labels: {pretrain.labels} each round's base "
                           f"player is the previous round's student, got expert {pretrain.expert!r}")
     if config.policy.critic != "public":
-        raise ConfigError(f"pretrain.labels: rollout-values fits a public critic, got policy.critic "
+        raise ConfigError(f"pretrain.labels: {pretrain.labels} fits a public critic, got policy.critic "
                           f"{config.policy.critic!r}")
     if pretrain.teacher not in ("rule", "random") and checkpoint_path(pretrain.teacher) is None:
-        raise ConfigError(f"pretrain.teacher: with labels: rollout-values the base player is 'rule', 'random' or "
+        raise ConfigError(f"pretrain.teacher: with labels: {pretrain.labels} the base player is 'rule', 'random' or "
                           f"a checkpoint (belief none), got {pretrain.teacher!r}")
     if pretrain.rounds > 1 and config.env.belief != "none":
-        raise ConfigError(f"pretrain.rounds > 1 with labels: rollout-values continues playouts with the student, "
-                          f"which compiles only without belief features: env.belief must be none, got "
+        raise ConfigError(f"pretrain.rounds > 1 with labels: {pretrain.labels} plays the student, which "
+                          f"compiles only without belief features: env.belief must be none, got "
                           f"{config.env.belief!r}")

@@ -9,7 +9,8 @@ function, so PPO starts improving on the teacher instead of rediscovering it.
 :func:`warm_start` runs ``pretrain.rounds`` rounds of what ``pretrain.labels`` names. With ``rollout-values``
 (:func:`improve`), each round is a step of rollout policy improvement (:mod:`train.training.rollout_values`):
 the student learns the value of every move by playouts from the true position, which makes it *better* than
-its base player, the teacher in round 1 and the previous student after. With ``moves`` (:func:`imitate`),
+its base player, the teacher in round 1 and the previous student after. ``search-values`` is the same with
+the search player's root values as labels (averaged over its belief's hidden hands). With ``moves`` (:func:`imitate`),
 the rounds are behaviour cloning and DAgger (Ross et al. 2011):
 
 1. round 1 plays the teacher's own moves and fits the student to them (behaviour cloning);
@@ -150,7 +151,7 @@ def warm_start(model: Any, config: TrainConfig, seed: int, workdir: Path) -> dic
 
     ``workdir`` receives what a warm start keeps on disk (the students of :func:`improve`'s rounds).
     """
-    if config.pretrain.labels == "rollout-values":
+    if config.pretrain.labels != "moves":
         return improve(model, config, seed, workdir)
     return imitate(model, config, seed)
 
@@ -164,6 +165,8 @@ def improve(model: Any, config: TrainConfig, seed: int, workdir: Path) -> dict[s
     ``round_K/gain``: how much better the network's moves are than the base player's by the held-out labels.
     """
     settings = config.pretrain
+    search = rollout_values.SearchLabels(settings.search_simulations, settings.search_belief) \
+        if settings.labels == "search-values" else None
     base = settings.teacher if settings.teacher in rollout_values.BUILT_IN_BASES else str(
         checkpoint_path(settings.teacher))
     workers = min(config.eval.workers, settings.games)
@@ -173,7 +176,7 @@ def improve(model: Any, config: TrainConfig, seed: int, workdir: Path) -> dict[s
     for round_ in range(1, settings.rounds + 1):
         seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence([seed, round_]).spawn(workers)]
         observations, values, moves = rollout_values.collect_in_processes(shares, seeds, settings.deck_orders,
-                                                                          config.env.belief, base)
+                                                                          config.env.belief, base, search)
         metrics = rollout_values.fit_values(model.policy, observations, values, moves, settings.epochs,
                                             seed + round_, settings.base_bonus, settings.learning_rate,
                                             settings.batch_size)

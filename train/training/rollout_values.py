@@ -24,6 +24,7 @@ docs/RESULTS.md, "Rollout improvement distilled":
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from sb3_contrib import MaskablePPO
 
 from agents.compiled_actor import actor_choice, actor_params, actor_simulate
 from agents.ppo import PPOPolicy
+from agents.search import SearchPolicy
 from train.evaluation.matches import make_executor
 from uno_env.belief import BeliefKind
 from uno_env.cards import NUM_ACTIONS
@@ -105,14 +107,35 @@ def move_values(game: Game, deck_orders: int, rng: np.random.Generator, base: Ba
     return values
 
 
+@dataclass(frozen=True)
+class SearchLabels:
+    """Label moves by the search player's root values instead of playouts from the true position.
+
+    At each decision the search (:class:`~agents.search.SearchPolicy`, one tree level, ``rule`` rollouts) runs
+    ``simulations`` simulations over worlds drawn from its own ``belief`` about the hidden hand, which has followed
+    every view of the seat; a move's label is its mean simulated outcome on the +-1 scale. The values average over
+    hundreds of hidden hands where :func:`move_values` sees one (the true one), so they are far less noisy, at the
+    price of the belief's approximation.
+    """
+
+    simulations: int = 800
+    belief: BeliefKind = "counting"
+
+    def player(self) -> SearchPolicy:
+        """A fresh search player with these settings."""
+        return SearchPolicy(simulations=self.simulations, belief=self.belief)
+
+
 class _Labeller:
     """Plays the base player on its seat and records (observation, move values, base move) at each decision
     with a choice."""
 
-    def __init__(self, deck_orders: int, belief: BeliefKind, base: str | Path) -> None:
+    def __init__(self, deck_orders: int, belief: BeliefKind, base: str | Path,
+                 search: SearchLabels | None = None) -> None:
         self.needs = Needs(belief)  # the observations recorded carry these belief features
         self.deck_orders = deck_orders
         self.base = BasePlayer(base)
+        self.search = None if search is None else search.player()
         self.game: Game | None = None
         self.rng = np.random.default_rng()
         self.stream = seed_stream(0)  # the random base player's draws in real play
@@ -125,24 +148,41 @@ class _Labeller:
     def reset(self, seed: int | None = None) -> None:
         self.rng = np.random.default_rng(seed)
         self.stream = seed_stream(int(self.rng.integers(2**63)))
+        if self.search is not None:
+            self.search.reset(int(self.rng.integers(2**62)))
+
+    def observe_start(self, view: PublicView) -> None:
+        if self.search is not None:
+            self.search.observe_start(view)
 
     def act(self, view: PublicView) -> int:
+        if self.search is not None:
+            self.search.act(view)  # every view, forced moves too: its belief follows the game
         game = self.game
         state = pack_state(game.hands, game.deck, game.discard, game.active_colour, game.current, game.pending_draw)
         n = legal_actions_into(state, self.legal)
         if n == 1:
             return int(self.legal[0])
         move = self.base.move(state, self.legal, n, self.stream)
-        values = move_values(game, self.deck_orders, self.rng, self.base)
+        values = move_values(game, self.deck_orders, self.rng, self.base) if self.search is None else \
+            self._search_values()
         self.records.append((np.asarray(view.observation, np.float32), values.astype(np.float32), move))
         return move
 
+    def _search_values(self) -> np.ndarray:
+        """The last search's mean outcome of each root move on the +-1 scale (NaN: illegal)."""
+        values = np.full(NUM_ACTIONS, np.nan)
+        for action, (visits, total) in self.search.last_root.items():
+            values[action] = 2.0 * total / visits - 1.0
+        return values
 
-def collect(games: int, seed: int, deck_orders: int, belief: BeliefKind,
-            base: str | Path = "rule") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+
+def collect(games: int, seed: int, deck_orders: int, belief: BeliefKind, base: str | Path = "rule",
+            search: SearchLabels | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Observations, move values and the base player's moves from ``games`` games against ``rule``, seats
-    alternating; the base player is ``"rule"``, ``"random"`` or the path of a checkpoint (belief ``none``)."""
-    labeller = _Labeller(deck_orders, belief, base)
+    alternating; the base player is ``"rule"``, ``"random"`` or the path of a checkpoint (belief ``none``).
+    The values are :func:`move_values`, or with ``search`` the search's root values (:class:`SearchLabels`)."""
+    labeller = _Labeller(deck_orders, belief, base, search)
     rng = np.random.default_rng(seed)
     for game in range(games):
         seats = (labeller, RulePolicy()) if game % 2 == 0 else (RulePolicy(), labeller)
@@ -152,11 +192,12 @@ def collect(games: int, seed: int, deck_orders: int, belief: BeliefKind,
 
 
 def collect_in_processes(games: Sequence[int], seeds: Sequence[int], deck_orders: int, belief: BeliefKind,
-                         base: str | Path = "rule") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                         base: str | Path = "rule", search: SearchLabels | None = None,
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`collect` in one process per entry of ``games`` (with the matching seed), concatenated in order."""
-    with make_executor(len(games)) as pool:
-        parts = list(pool.map(collect, games, seeds, [deck_orders] * len(games), [belief] * len(games),
-                              [base] * len(games)))
+    n = len(games)
+    with make_executor(n) as pool:
+        parts = list(pool.map(collect, games, seeds, [deck_orders] * n, [belief] * n, [base] * n, [search] * n))
     return tuple(np.concatenate(arrays) for arrays in zip(*parts, strict=True))
 
 
