@@ -11,7 +11,9 @@ reused by a rerun, or read from ``--labels``), fits the network (OUT/q-network.z
 ``--margins`` value, as a *conservative* player, ``rule``'s move unless the network values another more than the
 margin above it. With ``--base``, the labels continue each move with that checkpoint instead of ``rule``
 (and the positions are its games against ``rule``): the next step of approximate policy iteration.
-OUT/report.json holds the data sizes, the held-out metrics and the evaluations.
+OUT/report.json holds the data sizes, the held-out metrics and the evaluations. Labels recorded with belief
+features (``--belief counting``) can be refit without them (``--labels FILE --belief none``): the same labels,
+the base channels only, so the two networks differ by the features alone.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import torch
 from agents.ppo import PPOPolicy, save_model
 from train.evaluation.matches import evaluate, format_table
 from train.training.rollout_values import SCALE, SearchLabels, collect_in_processes, fit
+from uno_env.observation import BASE_SIZE
 from uno_env.opponents import RulePolicy
 from uno_env.view import PublicView
 
@@ -58,10 +61,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--games", type=int, default=6000, help="labelled games per worker")
     parser.add_argument("--deck-orders", type=int, default=4)
-    parser.add_argument("--belief", choices=("none", "counting"), default="none", help="the network's belief features")
+    parser.add_argument("--belief", choices=("none", "counting", "particles"), default="none",
+                        help="the network's belief features")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--epochs", type=int, default=15)
-    parser.add_argument("--margins", type=float, nargs="+", default=[0.1, 0.2])
+    parser.add_argument("--margins", type=float, nargs="*", default=[0.1, 0.2])
     parser.add_argument("--base", default="rule", help="player to improve on: rule, random or a checkpoint path "
                                                           "(belief none)")
     parser.add_argument("--search-simulations", type=int, default=0,
@@ -86,7 +90,10 @@ def main() -> None:
         np.savez_compressed(labels, **dict(zip(("observations", "values", "base_moves"), arrays, strict=True)))
     data = np.load(labels)
     label_seconds = time.perf_counter() - started
-    model, metrics = fit(data["observations"], data["values"], data["base_moves"], args.epochs,
+    observations = data["observations"]
+    if args.belief == "none":  # labels recorded with belief features fit a network without them too: a paired ablation
+        observations = observations[:, :BASE_SIZE]
+    model, metrics = fit(observations, data["values"], data["base_moves"], args.epochs,
                          args.seed, args.base_bonus, args.belief)
     checkpoint = save_model(model, args.out / "q-network.zip", {"belief": args.belief, "config": "rollout-q",
                                                                         "steps": 0})
