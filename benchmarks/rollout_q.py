@@ -65,6 +65,7 @@ def main() -> None:
                         help="the network's belief features")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--epochs", type=int, default=15)
+    parser.add_argument("--net-arch", type=int, nargs="+", default=[256, 256], help="the network's hidden layers")
     parser.add_argument("--margins", type=float, nargs="*", default=[0.1, 0.2])
     parser.add_argument("--base", default="rule", help="player to improve on: rule, random or a checkpoint path "
                                                           "(belief none)")
@@ -94,11 +95,12 @@ def main() -> None:
     if args.belief == "none":  # labels recorded with belief features fit a network without them too: a paired ablation
         observations = observations[:, :BASE_SIZE]
     model, metrics = fit(observations, data["values"], data["base_moves"], args.epochs,
-                         args.seed, args.base_bonus, args.belief)
+                         args.seed, args.base_bonus, args.belief, args.net_arch)
     checkpoint = save_model(model, args.out / "q-network.zip", {"belief": args.belief, "config": "rollout-q",
                                                                         "steps": 0})
     network = PPOPolicy.load(checkpoint)
-    report = {"base": args.base, "search": None if search is None else vars(search), "positions": len(data["values"]),
+    report = {"base": args.base, "search": None if search is None else vars(search), "net_arch": args.net_arch,
+              "base_bonus": args.base_bonus, "epochs": args.epochs, "positions": len(data["values"]),
               "labels": int(np.isfinite(data["values"]).sum()),
               "label_seconds": round(label_seconds, 1),
               **metrics, "evaluations": {}}

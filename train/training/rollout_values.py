@@ -258,8 +258,10 @@ def fit_values(policy: Any, observations: np.ndarray, values: np.ndarray, base_m
 
 
 def fit(observations: np.ndarray, values: np.ndarray, base_moves: np.ndarray, epochs: int, seed: int,
-        base_bonus: float = 0.0, belief: BeliefKind = "none") -> tuple[MaskablePPO, dict]:
-    """A new MaskablePPO network (256x256 tanh, ``belief`` features) fitted by :func:`fit_values`; its metrics."""
+        base_bonus: float = 0.0, belief: BeliefKind = "none",
+        net_arch: Sequence[int] = (256, 256)) -> tuple[MaskablePPO, dict]:
+    """A new MaskablePPO network (``net_arch`` tanh layers, ``belief`` features) fitted by :func:`fit_values`; its
+    metrics."""
     model = MaskablePPO("MlpPolicy", UnoEnv(belief=belief), seed=seed, device="cpu",
-                        policy_kwargs={"net_arch": [256, 256], "activation_fn": torch.nn.Tanh})
+                        policy_kwargs={"net_arch": list(net_arch), "activation_fn": torch.nn.Tanh})
     return model, fit_values(model.policy, observations, values, base_moves, epochs, seed, base_bonus)
