@@ -160,11 +160,12 @@ class UnoEnv(gym.Env):
             info = self._info()
             info["illegal_action"] = True
             return self._obs_copy(), -1.0, True, False, info
-        game.step(action)
+        game.apply(action)  # checked just above
         self._play_opponent()
-        self._observe()
-        reward = _REWARD[self._view.outcome] if game.done else 0.0
-        return self._obs_copy(), reward, game.done, False, self._info()
+        obs = self._observe()
+        done = game.outcome is not None
+        reward = _REWARD[self._view.outcome] if done else 0.0
+        return obs, reward, done, False, self._view.to_info()
 
     def action_masks(self) -> np.ndarray:
         """Bool mask of the agent's legal actions (sb3-contrib's ``MaskablePPO`` calls this)."""
@@ -204,8 +205,9 @@ class UnoEnv(gym.Env):
     # ------------------------------------------------------------------ internals
     def _play_opponent(self) -> None:
         game = self._game
-        while not game.done and game.current == OPPONENT:
-            game.step(self._opponent_seat.act(game, self._opponent_seat.observe(game)))
+        seat = self._opponent_seat
+        while game.outcome is None and game.current == OPPONENT:
+            seat.play(game)
 
     def _observe(self) -> Any:
         self._view = self._agent_seat.observe(self._game)

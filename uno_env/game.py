@@ -182,6 +182,12 @@ class Game:
         """Apply ``action`` for the seat to move. Raises :class:`IllegalActionError` if it is not legal."""
         if not self.is_legal(action):
             raise IllegalActionError(self.illegal_reason(action))
+        self.apply(action)
+
+    def apply(self, action: int) -> None:
+        """Apply ``action`` for the seat to move, which the caller has already found legal (:meth:`is_legal`, or a
+        member of :meth:`legal_actions`): :meth:`step` without checking it a second time on the env's hot path.
+        An illegal action here corrupts the game; anything unchecked goes through :meth:`step`."""
         seat = self.current
         if action == DRAW_ACTION:
             if self._draw(seat):

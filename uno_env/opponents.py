@@ -25,7 +25,11 @@ class RandomPolicy:
         self.rng = np.random.default_rng(seed)
 
     def act(self, view: PublicView) -> int:
-        legal = view.legal_actions
+        """A uniform draw among ``view.legal_actions`` (no draw when there is one)."""
+        return self.act_legal(view.legal_actions, view.hand, view.opponent_hand_size)
+
+    def act_legal(self, legal: list[int], hand: list[int], opponent_hand_size: int) -> int:
+        """:meth:`act` from the legal actions alone (the seat's fast path, :mod:`uno_env.policy`)."""
         return legal[int(self.rng.integers(len(legal)))] if len(legal) > 1 else legal[0]
 
 
@@ -51,11 +55,15 @@ class RulePolicy:
         """Nothing to reset: the policy is deterministic."""
 
     def act(self, view: PublicView) -> int:
-        legal = view.legal_actions
+        """The best-scoring legal action of ``view`` (the scoring above)."""
+        return self.act_legal(view.legal_actions, view.hand, view.opponent_hand_size)
+
+    def act_legal(self, legal: list[int], hand: list[int], opponent_hand_size: int) -> int:
+        """:meth:`act` from the legal actions, the hand and the opponent's hand size (:mod:`uno_env.policy`)."""
         if len(legal) == 1:
             return legal[0]
         # The scoring is compiled (uno_env.core.rule_action), so the search player's compiled rollouts play
         # exactly this policy; it is also faster than the same loop in Python.
-        return int(rule_action(np.asarray(view.hand, dtype=np.int64), view.opponent_hand_size,
+        return int(rule_action(np.asarray(hand, dtype=np.int64), opponent_hand_size,
                                np.asarray(legal, dtype=np.int64), len(legal)))
 
