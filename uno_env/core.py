@@ -216,7 +216,7 @@ def legal_actions_into(state: np.ndarray, out: np.ndarray) -> int:
 
 
 @njit(cache=True)
-def _play(state: np.ndarray, action: int) -> None:
+def play_card(state: np.ndarray, action: int) -> None:
     """Play the card of a legal non-draw ``action`` for the seat to move."""
     seat = state[CURRENT]
     card = _ACTION_CARD[action]
@@ -231,8 +231,12 @@ def _play(state: np.ndarray, action: int) -> None:
 
 
 @njit(cache=True)
-def _reshuffle(state: np.ndarray, stream: np.ndarray) -> None:
-    """The discard pile except its top card goes under the deck's cards, as Game does, and the deck is shuffled."""
+def gather_discard(state: np.ndarray) -> int:
+    """A reshuffle's first half: the discard pile except its top card goes under the deck's cards, as Game does.
+
+    Returns the deck's new length; the caller shuffles ``state[DECK:DECK + length]`` (:func:`_reshuffle` with a
+    kernel stream, the single env with the game's ``Generator``: :mod:`uno_env.single`).
+    """
     moved = state[DISCARD_LEN] - 1
     deck_len = state[DECK_LEN]
     for i in range(moved):
@@ -243,17 +247,21 @@ def _reshuffle(state: np.ndarray, stream: np.ndarray) -> None:
     state[DISCARD_LEN] = 1
     deck_len += moved
     state[DECK_LEN] = deck_len
-    shuffle(state[DECK:DECK + deck_len], stream)
+    return deck_len
 
 
 @njit(cache=True)
-def _draw(state: np.ndarray, stream: np.ndarray) -> None:
-    """The draw action for the seat to move: 1 card or the pending 2/4, reshuffling or ending the game if needed."""
+def _reshuffle(state: np.ndarray, stream: np.ndarray) -> None:
+    """The discard pile except its top card goes under the deck's cards, as Game does, and the deck is shuffled."""
+    shuffle(state[DECK:DECK + gather_discard(state)], stream)
+
+
+@njit(cache=True)
+def draw_planned(state: np.ndarray, count: int, possible: bool) -> None:
+    """A draw's second half, after :func:`draw_plan` and its reshuffle if any: the seat to move takes ``count``
+    cards from the deck's end, or the game ends if the draw is not ``possible``."""
     seat = state[CURRENT]
-    count, reshuffle, possible = _draw_plan(state[PENDING], state[DECK_LEN], state[DISCARD_LEN])
     state[PENDING] = 0
-    if reshuffle:
-        _reshuffle(state, stream)
     if not possible:
         state[OUTCOME] = _draw_impossible_outcome(seat, state[HAND_SIZES + seat], state[HAND_SIZES + 1 - seat])
         return
@@ -266,12 +274,21 @@ def _draw(state: np.ndarray, stream: np.ndarray) -> None:
 
 
 @njit(cache=True)
+def _draw(state: np.ndarray, stream: np.ndarray) -> None:
+    """The draw action for the seat to move: 1 card or the pending 2/4, reshuffling or ending the game if needed."""
+    count, reshuffle, possible = _draw_plan(state[PENDING], state[DECK_LEN], state[DISCARD_LEN])
+    if reshuffle:
+        _reshuffle(state, stream)
+    draw_planned(state, count, possible)
+
+
+@njit(cache=True)
 def apply_action(state: np.ndarray, action: int, stream: np.ndarray) -> None:
     """Apply a legal ``action`` of the seat to move; reshuffles draw from ``stream``."""
     if action == DRAW_ACTION:
         _draw(state, stream)
     else:
-        _play(state, action)
+        play_card(state, action)
 
 
 @njit(cache=True)

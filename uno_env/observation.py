@@ -227,8 +227,11 @@ class SeatObserver:
 
     def encode(self, view: PublicView) -> np.ndarray | dict[str, np.ndarray]:
         """Encode a view (flat vector or dict of channels, as configured)."""
-        base = encode_base(view)
         belief = self.tracker.features().astype(np.float32) if self.tracker is not None else None
+        return self.arrange(encode_base(view), belief)
+
+    def arrange(self, base: np.ndarray, belief: np.ndarray | None = None) -> np.ndarray | dict[str, np.ndarray]:
+        """The observation of a base encoding and belief features: flat, or a dict of views into them by channel."""
         if not self.dict_obs:
             return base if belief is None else np.concatenate((base, belief))
         out = {name: base[_OFFSET[name]:_OFFSET[name] + size] for name, size, _ in BASE_CHANNELS}

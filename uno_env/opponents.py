@@ -32,6 +32,12 @@ class RandomPolicy:
         """:meth:`act` from the legal actions alone (the seat's fast path, :mod:`uno_env.policy`)."""
         return legal[int(self.rng.integers(len(legal)))] if len(legal) > 1 else legal[0]
 
+    def words(self, count: int) -> np.ndarray:
+        """The next ``count`` 32-bit draws of this policy's generator (uint32), what its choices are made of: numpy
+        computes ``rng.integers(n)`` from them (Lemire's method), and so does the single env's compiled path from
+        these (:func:`uno_env.single.generator_below`), which thereby plays this policy's games exactly."""
+        return self.rng.integers(0, 2**32, size=count, dtype=np.uint32)
+
 
 class RulePolicy:
     """A deterministic rule-based player, about as strong as a careful casual player.

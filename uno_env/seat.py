@@ -19,16 +19,21 @@ a full view and ``act``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from uno_env.belief import BeliefKind
+from uno_env.core import RANDOM_POLICY, RULE_POLICY
 from uno_env.game import Game, IllegalActionError
 from uno_env.observation import SeatObserver
+from uno_env.opponents import RandomPolicy, RulePolicy
 from uno_env.policy import Policy, needs_of
 from uno_env.view import PublicView
+
+#: The built-in policies that have a compiled twin (uno_env.core's policy codes), by exact class.
+_COMPILED_TWINS = {RandomPolicy: RANDOM_POLICY, RulePolicy: RULE_POLICY}
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +77,16 @@ class Seat:
         # A policy deciding from the legal actions and two public values (uno_env.policy, ``act_legal``) skips the
         # full view, unless a belief tracker must see every view; the game and the decisions are the same.
         self._act_legal = (getattr(policy, "act_legal", None) if policy is not None and belief == "none" else None)
+
+    def compiled_twin(self) -> tuple[int, Callable[[int], np.ndarray] | None] | None:
+        """The compiled twin making exactly this seat's decisions, for the single env's compiled path
+        (:mod:`uno_env.single`): core's policy code and, for ``random``, the source of its generator's 32-bit draws
+        (:meth:`~uno_env.opponents.RandomPolicy.words`). ``None`` for any other policy (a subclass too, which may
+        decide otherwise) and for a seat with belief features, whose tracker must see every view."""
+        if self._act_legal is None or type(self.policy) not in _COMPILED_TWINS:
+            return None
+        code = _COMPILED_TWINS[type(self.policy)]
+        return code, (self.policy.words if code == RANDOM_POLICY else None)
 
     def start(self, game: Game, seed: int) -> None:
         """Begin a game right after the deal: reset the policy and the tracker from ``seed``, hand the start view."""

@@ -79,36 +79,55 @@ class PublicView:
     @property
     def action_mask(self) -> np.ndarray:
         """int8 mask over the 61 actions. Never all zero: outside this seat's turn only draw (60) is set."""
-        # Set in a bytearray and viewed as int8: a few times cheaper than numpy's fancy indexing with a short list.
-        mask = bytearray(NUM_ACTIONS)
-        for action in self.legal_actions or _DRAW_ONLY:
-            mask[action] = 1
-        return np.frombuffer(mask, dtype=np.int8)
+        return action_mask(self.legal_actions)
 
     @property
     def hand_names(self) -> list[str]:
         """The seat's cards as RULES.md names, grouped by card type."""
-        # The held types' name tuples (compress) at their counts (the non-zero counts, in the same order), joined:
-        # all in C loops, a few times cheaper than a comprehension over the 54 types at every env step.
-        return list(chain.from_iterable(map(getitem, compress(_NAMES_BY_COUNT, self.hand), filter(None, self.hand))))
+        return card_names(self.hand)
 
     def to_info(self) -> dict[str, Any]:
         """The RULES.md ``info`` dictionary (card names, ``"agent"`` meaning this seat)."""
-        info: dict[str, Any] = {
-            "action_mask": self.action_mask,
-            "hand": self.hand_names,
-            "top": CARD_NAMES[self.top],
-            "active_colour": COLOURS[self.active_colour],
-            "opponent_hand_size": self.opponent_hand_size,
-            "deck_size": self.deck_size,
-            "discard_size": self.discard_size,
-            "pending_draw": self.pending_draw,
-            "events": [event_to_dict(event) for event in self.events],
-        }
-        if self.outcome is not None:
-            info["winner"] = _WINNER_NAMES[self.outcome]
-            info["is_success"] = self.outcome == WIN
-        return info
+        return public_info(self.action_mask, self.hand, self.top, self.active_colour, self.opponent_hand_size,
+                           self.deck_size, self.discard_size, self.pending_draw, self.events, self.outcome)
+
+
+def action_mask(legal_actions: list[int]) -> np.ndarray:
+    """The int8 mask over the 61 actions of ``legal_actions``; only draw (60) when there are none."""
+    # Set in a bytearray and viewed as int8: a few times cheaper than numpy's fancy indexing with a short list.
+    mask = bytearray(NUM_ACTIONS)
+    for action in legal_actions or _DRAW_ONLY:
+        mask[action] = 1
+    return np.frombuffer(mask, dtype=np.int8)
+
+
+def card_names(counts: list[int]) -> list[str]:
+    """The cards of 54 counts as RULES.md names, grouped by card type."""
+    # The held types' name tuples (compress) at their counts (the non-zero counts, in the same order), joined:
+    # all in C loops, a few times cheaper than a comprehension over the 54 types at every env step.
+    return list(chain.from_iterable(map(getitem, compress(_NAMES_BY_COUNT, counts), filter(None, counts))))
+
+
+def public_info(mask: np.ndarray, hand: list[int], top: int, active_colour: int, opponent_hand_size: int,
+                deck_size: int, discard_size: int, pending_draw: int, events: list[Event],
+                outcome: int | None) -> dict[str, Any]:
+    """The RULES.md ``info`` dictionary of one seat's public view, from its fields (:meth:`PublicView.to_info`; the
+    single env's compiled path, :mod:`uno_env.single`, which has the same fields without building a view)."""
+    info: dict[str, Any] = {
+        "action_mask": mask,
+        "hand": card_names(hand),
+        "top": CARD_NAMES[top],
+        "active_colour": COLOURS[active_colour],
+        "opponent_hand_size": opponent_hand_size,
+        "deck_size": deck_size,
+        "discard_size": discard_size,
+        "pending_draw": pending_draw,
+        "events": [event_to_dict(event) for event in events],
+    }
+    if outcome is not None:
+        info["winner"] = _WINNER_NAMES[outcome]
+        info["is_success"] = outcome == WIN
+    return info
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:
