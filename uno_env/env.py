@@ -151,6 +151,9 @@ class UnoEnv(gym.Env):
         if self._twin is not None:
             self._compiled = CompiledGame(self._game, *self._twin)
             self._game = None  # the packed state is the game from here on
+            # The kernel rewrites its observation buffer only when the game moves, so the env keeps it (arranged as
+            # the observation space says) and hands out copies.
+            self._obs = self._agent_seat.observer.arrange(self._compiled.obs)
             self._compiled.play(-1)  # the opponent's moves if it starts
             return self._observe_compiled(), self._compiled.info()
         self._play_opponent()
@@ -239,8 +242,6 @@ class UnoEnv(gym.Env):
         return self._observe_compiled(), reward, outcome is not None, False, table.info()
 
     def _observe_compiled(self) -> Any:
-        # The kernel rewrites its observation buffer only when the game moves, so the env keeps it and hands out copies.
-        self._obs = self._agent_seat.observer.arrange(self._compiled.obs)
         self._history = self._history[-16:] + self._compiled.events
         if self.render_mode == "human":
             self.render()

@@ -36,10 +36,12 @@ from uno_env.view import DRAW, PLAY, RESHUFFLE, Event, PublicView, action_mask, 
 
 AGENT, OPPONENT = 0, 1
 # ctl, the kernel's control vector (int64): the next unused random word; events logged; the action under way
-# (-1: none, the agent chooses next); whether the draw under way has had its reshuffle; how many legal actions the
-# agent has (0 outside its turn).
-_WORD, _EVENTS, _ACTION, _SHUFFLED, _N_LEGAL = range(5)
-CTL_SIZE = 5
+# (-1: none, the agent chooses next); whether the draw under way has had its reshuffle; then what the kernel reports
+# for the info dict, read by Python in one tolist(): how many legal actions the agent has (0 outside its turn), the
+# top card, the colour in force, the opponent's hand size, deck and discard sizes, the pending draw, the outcome.
+_WORD, _EVENTS, _ACTION, _SHUFFLED, _N_LEGAL, _TOP, _COLOUR, _OPPONENT_SIZE, _DECK, _DISCARD, _PENDING, _OUTCOME = \
+    range(12)
+CTL_SIZE = 12
 #: What the kernel returns: done (the agent to move, or the game over), or what Python must do before calling again.
 DONE, NEED_SHUFFLE, NEED_WORDS = 0, 1, 2
 # One event per row: kind, seat (absolute), card or count, colour or -1, then up to 4 drawn cards in draw order.
@@ -121,8 +123,15 @@ def run(state: np.ndarray, ctl: np.ndarray, opponent: int, words: np.ndarray, le
             _log(log, ctl, PLAY, seat, state[core.DISCARD + state[core.DISCARD_LEN] - 1], state[core.COLOUR])
         ctl[_ACTION] = -1
     n_legal = core.legal_actions_into(state, legal) if state[core.OUTCOME] == core.RUNNING else 0
-    ctl[_N_LEGAL] = n_legal
     encode_seat_into(state, AGENT, legal, n_legal, obs)
+    ctl[_N_LEGAL] = n_legal
+    ctl[_TOP] = state[core.DISCARD + state[core.DISCARD_LEN] - 1]
+    ctl[_COLOUR] = state[core.COLOUR]
+    ctl[_OPPONENT_SIZE] = state[core.HAND_SIZES + OPPONENT]
+    ctl[_DECK] = state[core.DECK_LEN]
+    ctl[_DISCARD] = state[core.DISCARD_LEN]
+    ctl[_PENDING] = state[core.PENDING]
+    ctl[_OUTCOME] = state[core.OUTCOME]
     return DONE
 
 
@@ -150,13 +159,9 @@ class CompiledGame:
         self.obs = np.zeros(BASE_SIZE, dtype=np.float32)
         self.events: list[Event] = []
         self.legal_actions: list[int] = []  # the agent's, ascending; empty outside its turn
+        self.outcome: int | None = None
+        self._report: list[int] = []  # ctl after the last call, as Python ints
 
-    @property
-    def outcome(self) -> int | None:
-        """``None`` while the game runs, else the winning seat or -1 (a drawn game): :attr:`Game.outcome`'s codes,
-        which from the agent's seat 0 are also :data:`~uno_env.view.WIN`, ``LOSS`` and ``DRAWN``."""
-        outcome = int(self.state[core.OUTCOME])
-        return None if outcome == core.RUNNING else outcome
 
     def is_legal(self, action: int) -> bool:
         """Whether ``action`` is one of the agent's legal actions now (false once the game is over)."""
@@ -177,8 +182,12 @@ class CompiledGame:
             else:
                 self.words = np.concatenate((self.words[ctl[_WORD]:], self._words_source(_REFILL_WORDS)))
                 ctl[_WORD] = 0
-        self.events = [_event(row) for row in self.log[:ctl[_EVENTS]].tolist()]
-        self.legal_actions = self.legal[:ctl[_N_LEGAL]].tolist()
+        report = self._report = ctl.tolist()
+        self.events = [_event(row) for row in self.log[:report[_EVENTS]].tolist()]
+        self.legal_actions = self.legal[:report[_N_LEGAL]].tolist()
+        # Game.outcome's codes: None while running, else the winning seat or -1 (drawn); from the agent's seat 0
+        # they are also uno_env.view's WIN, LOSS and DRAWN.
+        self.outcome = None if report[_OUTCOME] == core.RUNNING else report[_OUTCOME]
 
     def forfeit(self) -> None:
         """The agent loses at once (an illegal action under ``illegal_action="lose"``), as :meth:`Game.forfeit`."""
@@ -187,12 +196,10 @@ class CompiledGame:
 
     def info(self) -> dict[str, Any]:
         """The RULES.md ``info`` dictionary of the agent's seat (:func:`uno_env.view.public_info`)."""
-        state = self.state
-        hand = state[core.HANDS:core.HANDS + NUM_CARD_TYPES].tolist()
-        top = int(state[core.DISCARD + state[core.DISCARD_LEN] - 1])
-        return public_info(action_mask(self.legal_actions), hand, top, int(state[core.COLOUR]),
-                           int(state[core.HAND_SIZES + OPPONENT]), int(state[core.DECK_LEN]),
-                           int(state[core.DISCARD_LEN]), int(state[core.PENDING]), self.events, self.outcome)
+        report = self._report
+        return public_info(action_mask(self.legal_actions), self.state[core.HANDS:core.HANDS + NUM_CARD_TYPES].tolist(),
+                           report[_TOP], report[_COLOUR], report[_OPPONENT_SIZE], report[_DECK], report[_DISCARD],
+                           report[_PENDING], self.events, self.outcome)
 
     def to_game(self) -> Game:
         """The position as a :class:`~uno_env.game.Game` (no event history): for pictures and error messages."""
