@@ -138,8 +138,29 @@ def pack_state(hands: Sequence[Sequence[int]], deck: Sequence[int], discard: Seq
 
     ``deck`` is drawn from its end and ``discard`` ends with the top card; ``outcome`` ``None`` means running.
     """
-    return pack_states(hands[0], np.asarray([hands[1]]), np.asarray([deck], dtype=np.int64).reshape(1, -1),
-                       discard, active_colour, current, pending_draw, outcome)[0]
+    return pack_into(np.empty(STATE_SIZE, dtype=np.int64), hands, deck, discard, active_colour, current,
+                     pending_draw, outcome)
+
+
+def pack_into(state: np.ndarray, hands: Sequence[Sequence[int]], deck: Sequence[int], discard: Sequence[int],
+              active_colour: int, current: int, pending_draw: int, outcome: int | None = None) -> np.ndarray:
+    """:func:`pack_state` written into ``state`` (int64, :data:`STATE_SIZE`), which it returns: the single env packs
+    every new game into the same vector (:mod:`uno_env.single`)."""
+    state[:] = 0
+    state[HANDS:HANDS + 2 * _N] = [*hands[0], *hands[1]]
+    state[HAND_SIZES] = sum(hands[0])
+    state[HAND_SIZES + 1] = sum(hands[1])
+    state[DECK:DECK + len(deck)] = deck
+    state[DECK_LEN] = len(deck)
+    state[DISCARD:DISCARD + len(discard)] = discard
+    state[DISCARD_LEN] = len(discard)
+    np.add.at(state, COUNTS + np.asarray(discard, dtype=np.int64), 1)
+    state[COLOUR] = active_colour
+    state[TOP_RANK] = _RANK_OF[discard[-1]]
+    state[PENDING] = pending_draw
+    state[CURRENT] = current
+    state[OUTCOME] = RUNNING if outcome is None else outcome
+    return state
 
 
 def pack_states(hand0: Sequence[int], hands1: np.ndarray, decks: np.ndarray, discard: Sequence[int],

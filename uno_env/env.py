@@ -112,7 +112,8 @@ class UnoEnv(gym.Env):
         # The compiled path (uno_env.single) plays the same games several times faster; it takes an opponent with a
         # compiled twin (random, rule), an agent without belief features (the tracker reads views) and no privileged
         # channels (which read the Game). Otherwise the game is stepped in Python.
-        self._twin = self._opponent_seat.compiled_twin() if belief == "none" and not privileged else None
+        twin = self._opponent_seat.compiled_twin() if belief == "none" and not privileged else None
+        self._twin = None if twin is None else CompiledGame(*twin)
 
         self.action_space = spaces.Discrete(NUM_ACTIONS)
         channels = self._agent_seat.observer.channels()
@@ -149,12 +150,9 @@ class UnoEnv(gym.Env):
         self._game = start_game(seats, int(self.np_random.integers(2**62)), first, scenario_game)
         self._history = []
         if self._twin is not None:
-            self._compiled = CompiledGame(self._game, *self._twin)
+            self._compiled = self._twin
+            self._compiled.start(self._game)  # the opponent's moves if it starts
             self._game = None  # the packed state is the game from here on
-            # The kernel rewrites its observation buffer only when the game moves, so the env keeps it (arranged as
-            # the observation space says) and hands out copies.
-            self._obs = self._agent_seat.observer.arrange(self._compiled.obs)
-            self._compiled.play(-1)  # the opponent's moves if it starts
             return self._observe_compiled(), self._compiled.info()
         self._play_opponent()
         return self._observe(), self._info()
@@ -242,6 +240,10 @@ class UnoEnv(gym.Env):
         return self._observe_compiled(), reward, outcome is not None, False, table.info()
 
     def _observe_compiled(self) -> Any:
+        # The kernel rewrites its observation buffer only when the game moves, so the env keeps it (arranged as the
+        # observation space says: views into it, made again at every step since a pickled copy of a view is no view)
+        # and hands out copies.
+        self._obs = self._agent_seat.observer.arrange(self._compiled.obs)
         self._history = self._history[-16:] + self._compiled.events
         if self.render_mode == "human":
             self.render()

@@ -23,6 +23,7 @@ the opponent's view), about a third of it here (docs/BENCHMARKS.md).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -136,31 +137,38 @@ def run(state: np.ndarray, ctl: np.ndarray, opponent: int, words: np.ndarray, le
 
 
 class CompiledGame:
-    """One game of the single env on the compiled path: the packed state, the kernel's buffers, the game's
-    ``Generator`` (reshuffles) and the random opponent's words.
+    """The single env's games on the compiled path: the packed state, the kernel's buffers (kept from game to game),
+    the game's ``Generator`` (reshuffles) and the random opponent's words.
 
     Args:
-        game: the game as :func:`uno_env.seat.start_game` dealt it (or a scenario), before anyone moved.
-        opponent: the opponent's built-in policy code (:meth:`uno_env.seat.Seat.compiled_policy`).
+        opponent: the opponent's built-in policy code (:meth:`uno_env.seat.Seat.compiled_twin`).
         words: the random opponent's word source (:meth:`uno_env.opponents.RandomPolicy.words`), else ``None``.
     """
 
-    def __init__(self, game: Game, opponent: int, words: Any = None) -> None:
-        self.state = core.pack_state(game.hands, game.deck, game.discard, game.active_colour, game.current,
-                                     game.pending_draw)
-        self.rng = game.rng
+    def __init__(self, opponent: int, words: Callable[[int], np.ndarray] | None = None) -> None:
         self.opponent = opponent
         self._words_source = words
-        self.words = words(_REFILL_WORDS) if words is not None else np.zeros(0, dtype=np.uint32)
+        self.state = np.zeros(core.STATE_SIZE, dtype=np.int64)
         self.ctl = np.zeros(CTL_SIZE, dtype=np.int64)
-        self.ctl[_ACTION] = -1
         self.legal = np.zeros(NUM_ACTIONS, dtype=np.int64)
         self.log = np.full((_LOG_ROWS, _LOG_WIDTH), -1, dtype=np.int64)
-        self.obs = np.zeros(BASE_SIZE, dtype=np.float32)
+        self.obs = np.zeros(BASE_SIZE, dtype=np.float32)  # the agent's observation, rewritten by every call
+        self.words = np.zeros(0, dtype=np.uint32)
+        self.rng: np.random.Generator | None = None
         self.events: list[Event] = []
         self.legal_actions: list[int] = []  # the agent's, ascending; empty outside its turn
         self.outcome: int | None = None
         self._report: list[int] = []  # ctl after the last call, as Python ints
+
+    def start(self, game: Game) -> None:
+        """Take a new game as :func:`uno_env.seat.start_game` dealt it (or a scenario), before anyone moved (the
+        policies already reset), and play the opponent's moves if it starts."""
+        core.pack_into(self.state, game.hands, game.deck, game.discard, game.active_colour, game.current,
+                       game.pending_draw)
+        self.rng = game.rng
+        self.ctl[:] = 0
+        self.words = self._words_source(_REFILL_WORDS) if self._words_source is not None else self.words
+        self.play(-1)
 
 
     def is_legal(self, action: int) -> bool:
