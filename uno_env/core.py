@@ -154,7 +154,8 @@ def pack_into(state: np.ndarray, hands: Sequence[Sequence[int]], deck: Sequence[
     state[DECK_LEN] = len(deck)
     state[DISCARD:DISCARD + len(discard)] = discard
     state[DISCARD_LEN] = len(discard)
-    np.add.at(state, COUNTS + np.asarray(discard, dtype=np.int64), 1)
+    for card in discard:  # one card after a deal: a loop beats numpy's call overhead
+        state[COUNTS + card] += 1
     state[COLOUR] = active_colour
     state[TOP_RANK] = _RANK_OF[discard[-1]]
     state[PENDING] = pending_draw
