@@ -18,9 +18,10 @@ Why policies are codes, not compiled functions passed in: numba compiles a kerne
 anew in every process (the cache does not recognise the function type again), which cost 8 s per process.
 
 Why :class:`~uno_env.game.Game` keeps Python lists instead of this packed state: a numba call costs about half a
-microsecond of dispatch and every read of a numpy scalar from Python about 0.2 µs, which would make the
-single Gymnasium env slower, while the kernels pay off where many steps run without Python in between
-(docs/DECISIONS.md, "Compiled rules core").
+microsecond of dispatch and every read of a numpy scalar from Python about 0.2 µs, which would make a game stepped
+from Python slower, while the kernels pay off where many steps run without Python in between
+(docs/DECISIONS.md, "Compiled rules core"). The single Gymnasium env is such a place when its opponent is built in:
+its compiled path (:mod:`uno_env.single`) plays the agent's action and all the opponent's moves in one call.
 
 Randomness: :class:`~uno_env.game.Game` shuffles with its ``numpy.random.Generator``. Compiled playouts cannot
 call it, so they shuffle with a splitmix64 stream held in a ``uint64`` array of one element, seeded by the

@@ -17,8 +17,9 @@ observation is not privileged; otherwise it steps :class:`~uno_env.game.Game` in
   returns for more when they run low. ``rule`` is :func:`uno_env.core.rule_action`, which ``RulePolicy`` calls too.
 
 tests/test_single.py plays both paths side by side and checks every observation, mask, reward and ``info``.
-Why: an env step through :class:`~uno_env.game.Game` costs tens of microseconds of Python (views, encoder inputs,
-the opponent's view), about a third of it here (docs/BENCHMARKS.md).
+Why: through :class:`~uno_env.game.Game` an env step built public views for both seats, converted Python lists to
+arrays for the encoder and checked each action's legality twice; here one call does the rules and the encoding and
+Python only builds the ``info`` dict, about half the cost per step (docs/BENCHMARKS.md, issue 12).
 """
 
 from __future__ import annotations
@@ -105,6 +106,7 @@ def run(state: np.ndarray, ctl: np.ndarray, opponent: int, words: np.ndarray, le
         action = ctl[_ACTION]
         seat = state[core.CURRENT]
         if action == DRAW_ACTION:
+            # core's compiled twin of the draw_plan rule
             count, reshuffle, possible = core._draw_plan(state[core.PENDING], state[core.DECK_LEN],
                                                          state[core.DISCARD_LEN])
             if reshuffle and not ctl[_SHUFFLED]:  # as Game: gather, shuffle (in Python), log, then draw
@@ -169,7 +171,6 @@ class CompiledGame:
         self.ctl[:] = 0
         self.words = self._words_source(_REFILL_WORDS) if self._words_source is not None else self.words
         self.play(-1)
-
 
     def is_legal(self, action: int) -> bool:
         """Whether ``action`` is one of the agent's legal actions now (false once the game is over)."""
