@@ -16,7 +16,7 @@ from uno_env.observation import PRIVILEGED_HIGH, encode_privileged
 from uno_env.policy import Policy, make_policy
 from uno_env.seat import Seat, start_game
 from uno_env.single import CompiledGame
-from uno_env.view import DRAWN, LOSS, WIN, PublicView, action_mask, event_to_dict
+from uno_env.view import DRAWN, LOSS, WIN, PublicView, event_to_dict
 
 AGENT, OPPONENT = 0, 1
 _REWARD = {WIN: 1.0, LOSS: -1.0, DRAWN: 0.0}
@@ -186,7 +186,7 @@ class UnoEnv(gym.Env):
     def action_masks(self) -> np.ndarray:
         """Bool mask of the agent's legal actions (sb3-contrib's ``MaskablePPO`` calls this)."""
         if self._compiled is not None:
-            return action_mask(self._compiled.legal_actions).astype(bool)
+            return self._compiled.action_mask().astype(bool)
         if self._view is None:
             raise RuntimeError("call reset() before action_masks()")
         return self._view.action_mask.astype(bool)

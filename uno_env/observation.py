@@ -66,6 +66,8 @@ del _start, _name, _size
 _LEGAL, _TOP, _COLOUR, _PENDING = _OFFSET["legal"], _OFFSET["top"], _OFFSET["active_colour"], _OFFSET["pending_draw"]
 _OPPONENT_CARDS, _SIZES = _OFFSET["opponent_cards"], _OFFSET["sizes"]
 _DISCARD, _UNSEEN = _OFFSET["discard"], _OFFSET["unseen"]
+#: Where the ``legal`` channel sits in the flat encoding: the action mask as 0/1 floats (draw alone outside the turn).
+LEGAL_CHANNEL = slice(_LEGAL, _LEGAL + NUM_ACTIONS)
 
 
 #: How many of the next deck cards the privileged channels show.

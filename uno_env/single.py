@@ -31,19 +31,20 @@ import numpy as np
 from numba import njit
 
 from uno_env import core
-from uno_env.cards import DRAW_ACTION, NUM_ACTIONS, NUM_CARD_TYPES
+from uno_env.cards import CARD_NAMES, DECK_SIZE, DRAW_ACTION, NUM_ACTIONS, NUM_CARD_TYPES
 from uno_env.game import Game
-from uno_env.observation import BASE_SIZE, encode_seat_into
-from uno_env.view import DRAW, PLAY, RESHUFFLE, Event, PublicView, action_mask, public_info
+from uno_env.observation import BASE_SIZE, LEGAL_CHANNEL, encode_seat_into
+from uno_env.view import DRAW, PLAY, RESHUFFLE, Event, PublicView, public_info
 
 AGENT, OPPONENT = 0, 1
 # ctl, the kernel's control vector (int64): the next unused random word; events logged; the action under way
 # (-1: none, the agent chooses next); whether the draw under way has had its reshuffle; then what the kernel reports
 # for the info dict, read by Python in one tolist(): how many legal actions the agent has (0 outside its turn), the
-# top card, the colour in force, the opponent's hand size, deck and discard sizes, the pending draw, the outcome.
-_WORD, _EVENTS, _ACTION, _SHUFFLED, _N_LEGAL, _TOP, _COLOUR, _OPPONENT_SIZE, _DECK, _DISCARD, _PENDING, _OUTCOME = \
-    range(12)
-CTL_SIZE = 12
+# top card, the colour in force, the opponent's hand size, deck and discard sizes, the pending draw, the outcome, the
+# agent's hand size.
+_WORD, _EVENTS, _ACTION, _SHUFFLED, _N_LEGAL, _TOP, _COLOUR, _OPPONENT_SIZE, _DECK, _DISCARD, _PENDING, _OUTCOME, \
+    _HAND_SIZE = range(13)
+CTL_SIZE = 13
 #: What the kernel returns: done (the agent to move, or the game over), or what Python must do before calling again.
 DONE, NEED_SHUFFLE, NEED_WORDS = 0, 1, 2
 # One event per row: kind, seat (absolute), card or count, colour or -1, then up to 4 drawn cards in draw order.
@@ -82,10 +83,11 @@ def _log(log: np.ndarray, ctl: np.ndarray, kind: int, seat: int, value: int, ext
 
 @njit(cache=True)
 def run(state: np.ndarray, ctl: np.ndarray, opponent: int, words: np.ndarray, legal: np.ndarray, log: np.ndarray,
-        obs: np.ndarray) -> int:
+        obs: np.ndarray, hand: np.ndarray) -> int:
     """Play ``ctl[_ACTION]`` (the agent's legal action, or -1) and the opponent's moves until the agent is to move or
-    the game is over, logging the public events; then encode the agent's observation into ``obs`` and its legal
-    actions into ``legal``. Returns :data:`DONE`, or :data:`NEED_SHUFFLE` / :data:`NEED_WORDS` when Python must
+    the game is over, logging the public events; then encode the agent's observation into ``obs``, its legal
+    actions into ``legal`` and its cards into ``hand`` (card types ascending, a type once per copy: the order of
+    ``info["hand"]``). Returns :data:`DONE`, or :data:`NEED_SHUFFLE` / :data:`NEED_WORDS` when Python must
     shuffle the deck or add random words first; calling again resumes where it stopped."""
     while state[core.OUTCOME] == core.RUNNING:
         if ctl[_ACTION] < 0:
@@ -100,8 +102,8 @@ def run(state: np.ndarray, ctl: np.ndarray, opponent: int, words: np.ndarray, le
                 choice, ctl[_WORD] = generator_below(words, ctl[_WORD], n)
                 ctl[_ACTION] = legal[choice]
             else:  # the rule player (core.choose's rule branch, which draws from no stream)
-                hand = core.HANDS + NUM_CARD_TYPES * OPPONENT
-                ctl[_ACTION] = core.rule_action(state[hand:hand + NUM_CARD_TYPES], state[core.HAND_SIZES + AGENT],
+                held = core.HANDS + NUM_CARD_TYPES * OPPONENT
+                ctl[_ACTION] = core.rule_action(state[held:held + NUM_CARD_TYPES], state[core.HAND_SIZES + AGENT],
                                                 legal, n)
         action = ctl[_ACTION]
         seat = state[core.CURRENT]
@@ -135,6 +137,12 @@ def run(state: np.ndarray, ctl: np.ndarray, opponent: int, words: np.ndarray, le
     ctl[_DISCARD] = state[core.DISCARD_LEN]
     ctl[_PENDING] = state[core.PENDING]
     ctl[_OUTCOME] = state[core.OUTCOME]
+    n = 0
+    for card in range(NUM_CARD_TYPES):
+        for _ in range(state[core.HANDS + card]):
+            hand[n] = card
+            n += 1
+    ctl[_HAND_SIZE] = n
     return DONE
 
 
@@ -155,6 +163,7 @@ class CompiledGame:
         self.legal = np.zeros(NUM_ACTIONS, dtype=np.int64)
         self.log = np.full((_LOG_ROWS, _LOG_WIDTH), -1, dtype=np.int64)
         self.obs = np.zeros(BASE_SIZE, dtype=np.float32)  # the agent's observation, rewritten by every call
+        self.hand = np.zeros(DECK_SIZE, dtype=np.int64)  # the agent's cards, one entry per card
         self.words = np.zeros(0, dtype=np.uint32)
         self.rng: np.random.Generator | None = None
         self.events: list[Event] = []
@@ -183,7 +192,7 @@ class CompiledGame:
         ctl[_EVENTS] = 0
         ctl[_ACTION] = action
         while True:
-            need = run(self.state, ctl, self.opponent, self.words, self.legal, self.log, self.obs)
+            need = run(self.state, ctl, self.opponent, self.words, self.legal, self.log, self.obs, self.hand)
             if need == DONE:
                 break
             if need == NEED_SHUFFLE:  # the game's Generator, as Game._reshuffle (the same draws for an array)
@@ -203,12 +212,16 @@ class CompiledGame:
         self.state[core.OUTCOME] = OPPONENT
         self.play(-1)  # no move: the encoding after the game, and no events (Game's forfeit logs none)
 
+    def action_mask(self) -> np.ndarray:
+        """The agent's int8 action mask: the observation's ``legal`` channel, which is the mask by definition."""
+        return self.obs[LEGAL_CHANNEL].astype(np.int8)
+
     def info(self) -> dict[str, Any]:
         """The RULES.md ``info`` dictionary of the agent's seat (:func:`uno_env.view.public_info`)."""
         report = self._report
-        return public_info(action_mask(self.legal_actions), self.state[core.HANDS:core.HANDS + NUM_CARD_TYPES].tolist(),
-                           report[_TOP], report[_COLOUR], report[_OPPONENT_SIZE], report[_DECK], report[_DISCARD],
-                           report[_PENDING], self.events, self.outcome)
+        hand_names = list(map(CARD_NAMES.__getitem__, self.hand[:report[_HAND_SIZE]].tolist()))
+        return public_info(self.action_mask(), hand_names, report[_TOP], report[_COLOUR], report[_OPPONENT_SIZE],
+                           report[_DECK], report[_DISCARD], report[_PENDING], self.events, self.outcome)
 
     def to_game(self) -> Game:
         """The position as a :class:`~uno_env.game.Game` (no event history): for pictures and error messages."""

@@ -88,7 +88,7 @@ class PublicView:
 
     def to_info(self) -> dict[str, Any]:
         """The RULES.md ``info`` dictionary (card names, ``"agent"`` meaning this seat)."""
-        return public_info(self.action_mask, self.hand, self.top, self.active_colour, self.opponent_hand_size,
+        return public_info(self.action_mask, self.hand_names, self.top, self.active_colour, self.opponent_hand_size,
                            self.deck_size, self.discard_size, self.pending_draw, self.events, self.outcome)
 
 
@@ -108,14 +108,14 @@ def card_names(counts: list[int]) -> list[str]:
     return list(chain.from_iterable(map(getitem, compress(_NAMES_BY_COUNT, counts), filter(None, counts))))
 
 
-def public_info(mask: np.ndarray, hand: list[int], top: int, active_colour: int, opponent_hand_size: int,
+def public_info(mask: np.ndarray, hand_names: list[str], top: int, active_colour: int, opponent_hand_size: int,
                 deck_size: int, discard_size: int, pending_draw: int, events: list[Event],
                 outcome: int | None) -> dict[str, Any]:
     """The RULES.md ``info`` dictionary of one seat's public view, from its fields (:meth:`PublicView.to_info`; the
     single env's compiled path, :mod:`uno_env.single`, which has the same fields without building a view)."""
     info: dict[str, Any] = {
         "action_mask": mask,
-        "hand": card_names(hand),
+        "hand": hand_names,
         "top": CARD_NAMES[top],
         "active_colour": COLOURS[active_colour],
         "opponent_hand_size": opponent_hand_size,
