@@ -111,7 +111,7 @@ class UnoEnv(gym.Env):
         self.belief = belief
         self._agent_seat = Seat(AGENT, belief=belief, n_particles=n_particles, dict_obs=dict_obs)
         self._opponent_seat = Seat(OPPONENT, self.opponent, n_particles=n_particles)
-        # The compiled path (uno_env.single) plays the same games several times faster; it takes an opponent with a
+        # The compiled path (uno_env.single) plays the same games at about half the cost; it takes an opponent with a
         # compiled twin (random, rule), an agent without belief features (the tracker reads views) and no privileged
         # channels (which read the Game). Otherwise the game is stepped in Python.
         twin = self._opponent_seat.compiled_twin() if belief == "none" and not privileged else None
