@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/throughput.py            # about two minutes
     .venv/bin/python benchmarks/throughput.py --seconds 1 --repeats 1   # a quick look
     .venv/bin/python benchmarks/throughput.py --compile   # also the one-off compile cost, cold and cached
+    .venv/bin/python benchmarks/throughput.py --single-only   # RLCard and the single env only (about 30 s)
 
 * engine: random self-play on :class:`uno_env.game.Game` (legal_actions + step), actions per second;
 * env: ``UnoEnv`` steps per CPU-second, the agent choosing uniformly among ``info["action_mask"]``, for the
@@ -11,8 +12,12 @@
 * vector env: :class:`uno_env.vector.UnoVectorEnv` with N = ``--num-envs`` games, agent steps (summed over the
   games) per CPU-second, the agents choosing uniformly among the masks (one numpy draw per batch);
 * RLCard (``pip install "uno-rl[bench]"``): ``rlcard.make("uno")``'s ``env.step`` calls per CPU-second, random
-  legal actions for both players. Every RLCard step is a decision with an observation; ours count only the
-  agent's decisions (the opponent's moves inside a step are not counted), which favours RLCard.
+  legal actions for both players. Every RLCard step is a decision with an observation; the "per CPU-second"
+  column of our envs counts only the agent's steps (the opponent's moves inside a step are not counted), which
+  favours RLCard. The "decisions" columns count as RLCard does: for the single env, the agent's steps plus the
+  opponent's decisions inside them (its plays and draws, read from ``info["events"]`` in the timed loop, so the
+  counting is paid for inside the measurement); for the engine, every action. The vector env's opponents are
+  not counted (blank).
 
 All measurements run in turn, ``--repeats`` rounds of each, so drifting load on a shared machine hits them alike;
 the best round of each is reported (slower rounds measure other load), and the ratio to RLCard's best.
@@ -41,16 +46,24 @@ _COMPILE_PROBE = ("import time; t = time.perf_counter(); from uno_env.vector imp
                   "e.step(i['action_mask'].argmax(1)); print(time.perf_counter() - t)")
 
 
-def timed(run: Callable[[], int], seconds: float) -> float:
-    """Call ``run`` (which returns how many decisions it made) until ``seconds`` of CPU time; decisions/CPU-s."""
-    decisions = 0
+#: What a measurement's ``run`` returns: (steps, decisions) it made; decisions ``None`` where not counted.
+Counts = tuple[int, int | None]
+
+
+def timed(run: Callable[[], Counts], seconds: float) -> tuple[float, float | None]:
+    """Call ``run`` until ``seconds`` of CPU time; (steps, decisions) per CPU-second (decisions ``None`` if not
+    counted)."""
+    steps, decisions = 0, 0
     start = time.process_time()
     while time.process_time() - start < seconds:
-        decisions += run()
-    return decisions / (time.process_time() - start)
+        ran, decided = run()
+        steps += ran
+        decisions = None if decided is None else decisions + decided
+    elapsed = time.process_time() - start
+    return steps / elapsed, None if decisions is None else decisions / elapsed
 
 
-def engine(seed: int) -> Callable[[], int]:
+def engine(seed: int) -> Callable[[], Counts]:
     """Random self-play on the engine, one game per call."""
     rng = np.random.default_rng(seed)
     uniforms = rng.random(1 << 20)  # a pre-drawn buffer keeps the driver's cost out of the figure
@@ -67,13 +80,15 @@ def engine(seed: int) -> Callable[[], int]:
             k = (k + 1) & ((1 << 20) - 1)
             actions += 1
         state["k"] = k
-        return actions
+        return actions, actions
 
     return run
 
 
-def single_env(opponent: str, belief: str, seed: int) -> Callable[[], int]:
-    """``UnoEnv`` with a uniformly random agent, one game per call."""
+def single_env(opponent: str, belief: str, seed: int) -> Callable[[], Counts]:
+    """``UnoEnv`` with a uniformly random agent, one game per call: (agent steps, agent steps + the opponent's
+    decisions inside them). Each opponent decision is one event of ``info["events"]`` (a play or a draw; a draw
+    that cannot be supplied ends the game without an event, so those rare last decisions go uncounted)."""
     env = UnoEnv(opponent=opponent, belief=belief)
     rng = np.random.default_rng(seed)
     games = iter(range(seed, seed + 10**9))
@@ -81,17 +96,19 @@ def single_env(opponent: str, belief: str, seed: int) -> Callable[[], int]:
     def run() -> int:
         _, info = env.reset(seed=next(games))
         steps = 0
+        opponent = sum(event.get("player") == "opponent" for event in info["events"])  # the opponent moved first
         terminated = False
         while not terminated:
             legal = np.flatnonzero(info["action_mask"])
             _, _, terminated, _, info = env.step(legal[rng.integers(len(legal))])
             steps += 1
-        return steps
+            opponent += sum(event.get("player") == "opponent" for event in info["events"])
+        return steps, steps + opponent
 
     return run
 
 
-def vector_env(opponent: str, belief: str, num_envs: int, seed: int) -> Callable[[], int]:
+def vector_env(opponent: str, belief: str, num_envs: int, seed: int) -> Callable[[], Counts]:
     """``UnoVectorEnv`` with uniformly random agents, 50 batched steps per call."""
     env = UnoVectorEnv(num_envs, opponent=opponent, belief=belief)
     rng = np.random.default_rng(seed)
@@ -105,12 +122,12 @@ def vector_env(opponent: str, belief: str, num_envs: int, seed: int) -> Callable
             _, _, _, _, info = env.step((uniforms[k & 63] * info["action_mask"]).argmax(axis=1))
             k += 1
         state["info"], state["k"] = info, k
-        return 50 * num_envs
+        return 50 * num_envs, None
 
     return run
 
 
-def rlcard_env(seed: int) -> Callable[[], int]:
+def rlcard_env(seed: int) -> Callable[[], Counts]:
     """RLCard's UNO env, random legal actions for both players, one game per call."""
     import rlcard  # the bench extra: only this measurement needs it
 
@@ -124,7 +141,7 @@ def rlcard_env(seed: int) -> Callable[[], int]:
             legal = list(state["legal_actions"])
             state, _ = env.step(legal[rng.integers(len(legal))])
             steps += 1
-        return steps
+        return steps, steps
 
     return run
 
@@ -144,36 +161,48 @@ def main() -> None:
     parser.add_argument("--num-envs", type=int, default=256, help="N of the vector env")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-rlcard", action="store_true", help="skip RLCard (not installed)")
+    parser.add_argument("--no-vector", action="store_true", help="skip the vector env rows")
+    parser.add_argument("--single-only", action="store_true",
+                        help="only RLCard and the single env vs `random` and `rule` (belief none)")
     parser.add_argument("--compile", action="store_true", help="also time the kernels' compilation, cold and cached")
     args = parser.parse_args()
     if args.seconds <= 0 or args.repeats < 1 or args.num_envs < 1:
         parser.error("--seconds, --repeats and --num-envs must be positive")
 
-    rows: dict[str, Callable[[], int]] = {"engine, random self-play (actions)": engine(args.seed)}
+    if args.single_only and args.no_rlcard:
+        parser.error("--single-only compares with RLCard; drop --no-rlcard")
+    rows: dict[str, Callable[[], Counts]] = {}
+    if not args.single_only:
+        rows["engine, random self-play (actions)"] = engine(args.seed)
     if not args.no_rlcard:
         rows["RLCard `uno`, random players (decisions)"] = rlcard_env(args.seed)
     for opponent in ("random", "rule"):
         rows[f"env vs `{opponent}`, belief none (agent steps)"] = single_env(opponent, "none", args.seed)
-    rows["env vs `rule`, belief counting (agent steps)"] = single_env("rule", "counting", args.seed)
-    for opponent in ("random", "rule"):
-        for belief in ("none", "counting"):
-            rows[f"vector env N={args.num_envs} vs `{opponent}`, belief {belief} (agent steps)"] = \
-                vector_env(opponent, belief, args.num_envs, args.seed)
+    if not args.single_only:
+        rows["env vs `rule`, belief counting (agent steps)"] = single_env("rule", "counting", args.seed)
+    if not (args.single_only or args.no_vector):
+        for opponent in ("random", "rule"):
+            for belief in ("none", "counting"):
+                rows[f"vector env N={args.num_envs} vs `{opponent}`, belief {belief} (agent steps)"] = \
+                    vector_env(opponent, belief, args.num_envs, args.seed)
     for run in rows.values():  # warm-up, not counted: kernels load (or compile) on their first call
         run()
-    best = dict.fromkeys(rows, 0.0)
+    best = {name: (0.0, None) for name in rows}
     for _ in range(args.repeats):
-        for name, run in rows.items():
-            best[name] = max(best[name], timed(run, args.seconds))
+        for name, run in rows.items():  # a row's best round is its best by steps; its decisions are that round's
+            best[name] = max(best[name], timed(run, args.seconds), key=lambda rates: rates[0])
 
     print(f"machine: {platform.machine()}, {platform.processor() or 'cpu'}, {os.cpu_count()} cpus, "
           f"Python {platform.python_version()}; best of {args.repeats} x {args.seconds:g} CPU-s, seed {args.seed}")
-    reference = best.get("RLCard `uno`, random players (decisions)")
-    print("| measurement | per CPU-second | x RLCard |")
-    print("| --- | ---: | ---: |")
-    for name, rate in best.items():
-        ratio = f"{rate / reference:.1f}" if reference and not name.startswith("engine") else ""
-        print(f"| {name} | {rate:,.0f} | {ratio} |")
+    reference = best.get("RLCard `uno`, random players (decisions)", (None,))[0]
+    print("| measurement | per CPU-second | x RLCard | decisions per CPU-second | decisions x RLCard |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for name, (rate, decisions) in best.items():
+        compared = reference and not name.startswith("engine")
+        ratio = f"{rate / reference:.2f}" if compared else ""
+        counted = f"{decisions:,.0f}" if decisions is not None else ""
+        decision_ratio = f"{decisions / reference:.2f}" if compared and decisions is not None else ""
+        print(f"| {name} | {rate:,.0f} | {ratio} | {counted} | {decision_ratio} |")
     if args.compile:
         cold, cached = compile_seconds()
         print(f"\nfirst vector step in a fresh process (import, compile or load, reset, step): "

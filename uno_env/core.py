@@ -18,9 +18,10 @@ Why policies are codes, not compiled functions passed in: numba compiles a kerne
 anew in every process (the cache does not recognise the function type again), which cost 8 s per process.
 
 Why :class:`~uno_env.game.Game` keeps Python lists instead of this packed state: a numba call costs about half a
-microsecond of dispatch and every read of a numpy scalar from Python about 0.2 µs, which would make the
-single Gymnasium env slower, while the kernels pay off where many steps run without Python in between
-(docs/DECISIONS.md, "Compiled rules core").
+microsecond of dispatch and every read of a numpy scalar from Python about 0.2 µs, which would make a game stepped
+from Python slower, while the kernels pay off where many steps run without Python in between
+(docs/DECISIONS.md, "Compiled rules core"). The single Gymnasium env is such a place when its opponent is built in:
+its compiled path (:mod:`uno_env.single`) plays the agent's action and all the opponent's moves in one call.
 
 Randomness: :class:`~uno_env.game.Game` shuffles with its ``numpy.random.Generator``. Compiled playouts cannot
 call it, so they shuffle with a splitmix64 stream held in a ``uint64`` array of one element, seeded by the
@@ -138,8 +139,30 @@ def pack_state(hands: Sequence[Sequence[int]], deck: Sequence[int], discard: Seq
 
     ``deck`` is drawn from its end and ``discard`` ends with the top card; ``outcome`` ``None`` means running.
     """
-    return pack_states(hands[0], np.asarray([hands[1]]), np.asarray([deck], dtype=np.int64).reshape(1, -1),
-                       discard, active_colour, current, pending_draw, outcome)[0]
+    return pack_into(np.empty(STATE_SIZE, dtype=np.int64), hands, deck, discard, active_colour, current,
+                     pending_draw, outcome)
+
+
+def pack_into(state: np.ndarray, hands: Sequence[Sequence[int]], deck: Sequence[int], discard: Sequence[int],
+              active_colour: int, current: int, pending_draw: int, outcome: int | None = None) -> np.ndarray:
+    """:func:`pack_state` written into ``state`` (int64, :data:`STATE_SIZE`), which it returns: the single env packs
+    every new game into the same vector (:mod:`uno_env.single`)."""
+    state[:] = 0
+    state[HANDS:HANDS + 2 * _N] = [*hands[0], *hands[1]]
+    state[HAND_SIZES] = sum(hands[0])
+    state[HAND_SIZES + 1] = sum(hands[1])
+    state[DECK:DECK + len(deck)] = deck
+    state[DECK_LEN] = len(deck)
+    state[DISCARD:DISCARD + len(discard)] = discard
+    state[DISCARD_LEN] = len(discard)
+    for card in discard:  # one card after a deal: a loop beats numpy's call overhead
+        state[COUNTS + card] += 1
+    state[COLOUR] = active_colour
+    state[TOP_RANK] = _RANK_OF[discard[-1]]
+    state[PENDING] = pending_draw
+    state[CURRENT] = current
+    state[OUTCOME] = RUNNING if outcome is None else outcome
+    return state
 
 
 def pack_states(hand0: Sequence[int], hands1: np.ndarray, decks: np.ndarray, discard: Sequence[int],
@@ -216,7 +239,7 @@ def legal_actions_into(state: np.ndarray, out: np.ndarray) -> int:
 
 
 @njit(cache=True)
-def _play(state: np.ndarray, action: int) -> None:
+def play_card(state: np.ndarray, action: int) -> None:
     """Play the card of a legal non-draw ``action`` for the seat to move."""
     seat = state[CURRENT]
     card = _ACTION_CARD[action]
@@ -231,8 +254,12 @@ def _play(state: np.ndarray, action: int) -> None:
 
 
 @njit(cache=True)
-def _reshuffle(state: np.ndarray, stream: np.ndarray) -> None:
-    """The discard pile except its top card goes under the deck's cards, as Game does, and the deck is shuffled."""
+def gather_discard(state: np.ndarray) -> int:
+    """A reshuffle's first half: the discard pile except its top card goes under the deck's cards, as Game does.
+
+    Returns the deck's new length; the caller shuffles ``state[DECK:DECK + length]`` (:func:`_reshuffle` with a
+    kernel stream, the single env with the game's ``Generator``: :mod:`uno_env.single`).
+    """
     moved = state[DISCARD_LEN] - 1
     deck_len = state[DECK_LEN]
     for i in range(moved):
@@ -243,17 +270,21 @@ def _reshuffle(state: np.ndarray, stream: np.ndarray) -> None:
     state[DISCARD_LEN] = 1
     deck_len += moved
     state[DECK_LEN] = deck_len
-    shuffle(state[DECK:DECK + deck_len], stream)
+    return deck_len
 
 
 @njit(cache=True)
-def _draw(state: np.ndarray, stream: np.ndarray) -> None:
-    """The draw action for the seat to move: 1 card or the pending 2/4, reshuffling or ending the game if needed."""
+def _reshuffle(state: np.ndarray, stream: np.ndarray) -> None:
+    """The discard pile except its top card goes under the deck's cards, as Game does, and the deck is shuffled."""
+    shuffle(state[DECK:DECK + gather_discard(state)], stream)
+
+
+@njit(cache=True)
+def draw_planned(state: np.ndarray, count: int, possible: bool) -> None:
+    """A draw's second half, after :func:`draw_plan` and its reshuffle if any: the seat to move takes ``count``
+    cards from the deck's end, or the game ends if the draw is not ``possible``."""
     seat = state[CURRENT]
-    count, reshuffle, possible = _draw_plan(state[PENDING], state[DECK_LEN], state[DISCARD_LEN])
     state[PENDING] = 0
-    if reshuffle:
-        _reshuffle(state, stream)
     if not possible:
         state[OUTCOME] = _draw_impossible_outcome(seat, state[HAND_SIZES + seat], state[HAND_SIZES + 1 - seat])
         return
@@ -266,12 +297,21 @@ def _draw(state: np.ndarray, stream: np.ndarray) -> None:
 
 
 @njit(cache=True)
+def _draw(state: np.ndarray, stream: np.ndarray) -> None:
+    """The draw action for the seat to move: 1 card or the pending 2/4, reshuffling or ending the game if needed."""
+    count, reshuffle, possible = _draw_plan(state[PENDING], state[DECK_LEN], state[DISCARD_LEN])
+    if reshuffle:
+        _reshuffle(state, stream)
+    draw_planned(state, count, possible)
+
+
+@njit(cache=True)
 def apply_action(state: np.ndarray, action: int, stream: np.ndarray) -> None:
     """Apply a legal ``action`` of the seat to move; reshuffles draw from ``stream``."""
     if action == DRAW_ACTION:
         _draw(state, stream)
     else:
-        _play(state, action)
+        play_card(state, action)
 
 
 @njit(cache=True)

@@ -15,6 +15,7 @@ from uno_env.game import Game, IllegalActionError
 from uno_env.observation import PRIVILEGED_HIGH, encode_privileged
 from uno_env.policy import Policy, make_policy
 from uno_env.seat import Seat, start_game
+from uno_env.single import CompiledGame
 from uno_env.view import DRAWN, LOSS, WIN, PublicView, event_to_dict
 
 AGENT, OPPONENT = 0, 1
@@ -55,7 +56,9 @@ class UnoEnv(gym.Env):
     ``info["winner"]`` (``"agent"``, ``"opponent"`` or ``"draw"``) and ``info["is_success"]``.
 
     ## Arguments
-    * ``opponent``: policy name or object playing the other seat (default ``"random"``).
+    * ``opponent``: policy name or object playing the other seat (default ``"random"``). With ``"random"`` or
+      ``"rule"`` (the built-in classes themselves), no belief features and no privileged channels, the env plays its
+      games compiled (:mod:`uno_env.single`): the same games, seed for seed, at about half the cost per step.
     * ``first_player``: ``"agent"``, ``"opponent"`` or ``"random"`` (50/50, the default).
     * ``belief``: ``"none"``, ``"counting"`` or ``"particles"``: belief features about the
       opponent's hand in the observation (:mod:`uno_env.belief`). ``n_particles`` sets the filter size.
@@ -108,6 +111,11 @@ class UnoEnv(gym.Env):
         self.belief = belief
         self._agent_seat = Seat(AGENT, belief=belief, n_particles=n_particles, dict_obs=dict_obs)
         self._opponent_seat = Seat(OPPONENT, self.opponent, n_particles=n_particles)
+        # The compiled path (uno_env.single) plays the same games at about half the cost; it takes an opponent with a
+        # compiled twin (random, rule), an agent without belief features (the tracker reads views) and no privileged
+        # channels (which read the Game). Otherwise the game is stepped in Python.
+        twin = self._opponent_seat.compiled_twin() if belief == "none" and not privileged else None
+        self._twin = None if twin is None else CompiledGame(*twin)
 
         self.action_space = spaces.Discrete(NUM_ACTIONS)
         channels = self._agent_seat.observer.channels()
@@ -119,8 +127,9 @@ class UnoEnv(gym.Env):
             high = high.astype(np.float32)
             self.observation_space = spaces.Box(0.0, high, (high.size,), np.float32)
 
-        self._game: Game | None = None
-        self._view: PublicView | None = None
+        self._game: Game | None = None  # the Python path's game
+        self._compiled: CompiledGame | None = None  # the compiled path's game
+        self._view: PublicView | None = None  # the Python path's agent view
         self._obs: Any = None
         self._history: list[Any] = []
         self._window: Any = None  # the render_mode="human" window, opened by the first render()
@@ -142,10 +151,17 @@ class UnoEnv(gym.Env):
         seats = (self._agent_seat, self._opponent_seat)
         self._game = start_game(seats, int(self.np_random.integers(2**62)), first, scenario_game)
         self._history = []
+        if self._twin is not None:
+            self._compiled = self._twin
+            self._compiled.start(self._game)  # the opponent's moves if it starts
+            self._game = None  # the packed state is the game from here on
+            return self._observe_compiled(), self._compiled.info()
         self._play_opponent()
         return self._observe(), self._info()
 
     def step(self, action):
+        if self._compiled is not None:
+            return self._step_compiled(action)
         game = self._game
         if game is None:
             raise RuntimeError("call reset() before step()")
@@ -160,28 +176,32 @@ class UnoEnv(gym.Env):
             info = self._info()
             info["illegal_action"] = True
             return self._obs_copy(), -1.0, True, False, info
-        game.step(action)
+        game.apply(action)  # checked just above
         self._play_opponent()
-        self._observe()
-        reward = _REWARD[self._view.outcome] if game.done else 0.0
-        return self._obs_copy(), reward, game.done, False, self._info()
+        obs = self._observe()
+        done = game.outcome is not None
+        reward = _REWARD[self._view.outcome] if done else 0.0
+        return obs, reward, done, False, self._view.to_info()
 
     def action_masks(self) -> np.ndarray:
         """Bool mask of the agent's legal actions (sb3-contrib's ``MaskablePPO`` calls this)."""
+        if self._compiled is not None:
+            return self._compiled.action_mask().astype(bool)
         if self._view is None:
             raise RuntimeError("call reset() before action_masks()")
         return self._view.action_mask.astype(bool)
 
     def render(self) -> str | np.ndarray | None:
         """The table from the agent's side as ``render_mode`` asks (None before the first reset, and for "human")."""
-        if self.render_mode is None or self._view is None:
+        view = self._agent_view()
+        if self.render_mode is None or view is None:
             return None
         if self.render_mode == "ansi":
-            return render_table(self._view, self._recent_events())
+            return render_table(view, self._recent_events())
         # uno_env.render is imported here, not at the top: it loads matplotlib (~0.4 s), which only pictures need.
         from uno_env.render import TableWindow, table_rgb
 
-        frame = table_rgb(self._view, self._recent_events())
+        frame = table_rgb(view, self._recent_events())
         if self.render_mode == "human":
             self._window = self._window or TableWindow()
             self._window.show(frame, 1 / self.metadata["render_fps"])
@@ -190,11 +210,12 @@ class UnoEnv(gym.Env):
 
     def save_picture(self, path: str) -> str:
         """Write the table picture of ``render_mode="rgb_array"`` to ``path`` (.svg, .png or .pdf); any mode."""
-        if self._view is None:
+        view = self._agent_view()
+        if view is None:
             raise RuntimeError("call reset() before save_picture()")
         from uno_env.render import save_table  # not at the top: see render()
 
-        return str(save_table(self._view, self._recent_events(), path))
+        return str(save_table(view, self._recent_events(), path))
 
     def close(self) -> None:
         if self._window is not None:
@@ -202,10 +223,43 @@ class UnoEnv(gym.Env):
         super().close()
 
     # ------------------------------------------------------------------ internals
+    def _step_compiled(self, action):
+        """:meth:`step` on the compiled path: the same checks, outcomes and ``info``."""
+        table = self._compiled
+        if table.outcome is not None:  # stepping a finished game changes nothing
+            return self._obs_copy(), 0.0, True, False, table.info()
+        action = as_action(action)  # a TypeError for anything but an integer, whatever illegal_action says
+        if not table.is_legal(action):
+            if self.illegal_action == "raise":
+                raise IllegalActionError(table.to_game().illegal_reason(action))
+            table.forfeit()
+            info = table.info()
+            info["illegal_action"] = True
+            return self._observe_compiled(), -1.0, True, False, info
+        table.play(action)
+        outcome = table.outcome
+        reward = 0.0 if outcome is None else _REWARD[outcome]  # seat 0's outcome codes are WIN, LOSS, DRAWN
+        return self._observe_compiled(), reward, outcome is not None, False, table.info()
+
+    def _observe_compiled(self) -> Any:
+        # The kernel rewrites its observation buffer only when the game moves, so the env keeps it (arranged as the
+        # observation space says: views into it, made again at every step since a pickled copy of a view is no view)
+        # and hands out copies.
+        self._obs = self._agent_seat.observer.arrange(self._compiled.obs)
+        self._history = self._history[-16:] + self._compiled.events
+        if self.render_mode == "human":
+            self.render()
+        return self._obs_copy()
+
+    def _agent_view(self) -> PublicView | None:
+        """The agent's current view (None before the first reset); on the compiled path, rebuilt for pictures."""
+        return self._compiled.view() if self._compiled is not None else self._view
+
     def _play_opponent(self) -> None:
         game = self._game
-        while not game.done and game.current == OPPONENT:
-            game.step(self._opponent_seat.act(game, self._opponent_seat.observe(game)))
+        seat = self._opponent_seat
+        while game.outcome is None and game.current == OPPONENT:
+            seat.play(game)
 
     def _observe(self) -> Any:
         self._view = self._agent_seat.observe(self._game)

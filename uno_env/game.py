@@ -44,7 +44,7 @@ from uno_env.cards import (
 from uno_env.core import RUNNING, after_play, draw_impossible_outcome, draw_plan
 from uno_env.view import DRAW, DRAWN, PLAY, RESHUFFLE, Event, PublicView
 
-_FULL_DECK = full_deck()
+_FULL_DECK_ARRAY = np.array(full_deck(), dtype=np.int64)
 _CARD_ACTIONS = tuple(card_actions(card) for card in range(NUM_CARD_TYPES))
 _RANK = tuple(card_rank(card) for card in range(NUM_CARD_TYPES))
 
@@ -95,7 +95,7 @@ class Game:
     @classmethod
     def deal(cls, rng: np.random.Generator, first_player: int = 0) -> Game:
         """Shuffle, deal 7 cards each, turn up a non-wild starting card (RULES.md, "Set-up")."""
-        deck = [_FULL_DECK[i] for i in rng.permutation(DECK_SIZE)]
+        deck = _FULL_DECK_ARRAY[rng.permutation(DECK_SIZE)].tolist()  # one gather, Python ints for the hot path
         hands = [[0] * NUM_CARD_TYPES, [0] * NUM_CARD_TYPES]
         for _ in range(HAND_SIZE):
             for seat in (0, 1):
@@ -182,6 +182,12 @@ class Game:
         """Apply ``action`` for the seat to move. Raises :class:`IllegalActionError` if it is not legal."""
         if not self.is_legal(action):
             raise IllegalActionError(self.illegal_reason(action))
+        self.apply(action)
+
+    def apply(self, action: int) -> None:
+        """Apply ``action`` for the seat to move, which the caller has already found legal (:meth:`is_legal`, or a
+        member of :meth:`legal_actions`): :meth:`step` without checking it a second time on the env's hot path.
+        An illegal action here corrupts the game; anything unchecked goes through :meth:`step`."""
         seat = self.current
         if action == DRAW_ACTION:
             if self._draw(seat):

@@ -44,8 +44,7 @@ def play_game(policies: tuple[Policy, Policy], seed: int, first_player: int = 0,
         on_deal(game)
     decisions = 0
     while not game.done and decisions < max_decisions:
-        seat = seats[game.current]
-        game.step(seat.act(game, seat.observe(game)))
+        seats[game.current].play(game)
         decisions += 1
     winner = game.outcome if game.outcome is not None else -1
     return GameResult(winner=winner, decisions=decisions, first_player=first_player)

@@ -25,8 +25,18 @@ class RandomPolicy:
         self.rng = np.random.default_rng(seed)
 
     def act(self, view: PublicView) -> int:
-        legal = view.legal_actions
+        """A uniform draw among ``view.legal_actions`` (no draw when there is one)."""
+        return self.act_legal(view.legal_actions, view.hand, view.opponent_hand_size)
+
+    def act_legal(self, legal: list[int], hand: list[int], opponent_hand_size: int) -> int:
+        """:meth:`act` from the legal actions alone (the seat's fast path, :mod:`uno_env.policy`)."""
         return legal[int(self.rng.integers(len(legal)))] if len(legal) > 1 else legal[0]
+
+    def words(self, count: int) -> np.ndarray:
+        """The next ``count`` 32-bit draws of this policy's generator (uint32), what its choices are made of: numpy
+        computes ``rng.integers(n)`` from them (Lemire's method), and so does the single env's compiled path from
+        these (:func:`uno_env.single.generator_below`), which thereby plays this policy's games exactly."""
+        return self.rng.integers(0, 2**32, size=count, dtype=np.uint32)
 
 
 class RulePolicy:
@@ -51,11 +61,15 @@ class RulePolicy:
         """Nothing to reset: the policy is deterministic."""
 
     def act(self, view: PublicView) -> int:
-        legal = view.legal_actions
+        """The best-scoring legal action of ``view`` (the scoring above)."""
+        return self.act_legal(view.legal_actions, view.hand, view.opponent_hand_size)
+
+    def act_legal(self, legal: list[int], hand: list[int], opponent_hand_size: int) -> int:
+        """:meth:`act` from the legal actions, the hand and the opponent's hand size (:mod:`uno_env.policy`)."""
         if len(legal) == 1:
             return legal[0]
         # The scoring is compiled (uno_env.core.rule_action), so the search player's compiled rollouts play
         # exactly this policy; it is also faster than the same loop in Python.
-        return int(rule_action(np.asarray(view.hand, dtype=np.int64), view.opponent_hand_size,
+        return int(rule_action(np.asarray(hand, dtype=np.int64), opponent_hand_size,
                                np.asarray(legal, dtype=np.int64), len(legal)))
 

@@ -14,6 +14,12 @@ Two optional members complete the protocol:
 * ``observe_start(view)``: the seat (:mod:`uno_env.seat`) calls it after ``reset`` with the seat's view
   right after the deal, before anyone moves, so a policy that tracks the game itself (the search player's
   belief) starts from the initial position even when the other seat moves first.
+* ``act_legal(legal, hand, opponent_hand_size) -> int``: the same decision as ``act(view)``, for a policy that
+  reads nothing of the view but ``view.legal_actions``, ``view.hand`` and ``view.opponent_hand_size`` (the
+  built-in ``random`` and ``rule``). A seat without belief features (:meth:`uno_env.seat.Seat.play`) then calls
+  it instead of building the full view, which was most of the embedded opponent's cost in ``UnoEnv``. It must
+  make exactly the decision (and the random draws) ``act`` makes on the view with these values, and must not
+  modify ``legal`` or ``hand`` (they may be the game's own lists).
 
 A policy that plays like a known model may also carry a ``likelihood_model``
 (:class:`~uno_env.belief.OpponentModel`), which policy-aware particle filters use against it.
@@ -65,7 +71,7 @@ class Policy(Protocol):
     """Anything that can play a seat: ``reset(seed)`` then ``act(view)`` once per decision.
 
     Optional members (module docstring): ``needs`` (a :class:`Needs`), ``observe_start(view)``,
-    ``likelihood_model``.
+    ``act_legal(legal, hand, opponent_hand_size)``, ``likelihood_model``.
     """
 
     def reset(self, seed: int | None = None) -> None: ...

@@ -12,21 +12,28 @@ So the deal and every reshuffle depend on the game seed alone, whatever the seat
 policies draw: the same seed plays the same game with every belief setting.
 
 A :class:`Seat` builds the observer its policy declares it needs (:func:`~uno_env.policy.needs_of`), resets
-the policy, hands it the start view (the optional ``observe_start``), and asks it for legal actions.
+the policy, hands it the start view (the optional ``observe_start``), and asks it for legal actions
+(:meth:`Seat.play`: through the policy's optional ``act_legal`` when the seat has no belief to feed, else through
+a full view and ``act``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from uno_env.belief import BeliefKind
+from uno_env.core import RANDOM_POLICY, RULE_POLICY
 from uno_env.game import Game, IllegalActionError
 from uno_env.observation import SeatObserver
+from uno_env.opponents import RandomPolicy, RulePolicy
 from uno_env.policy import Policy, needs_of
 from uno_env.view import PublicView
+
+#: The built-in policies that have a compiled twin (uno_env.core's policy codes), by exact class.
+_COMPILED_TWINS = {RandomPolicy: RANDOM_POLICY, RulePolicy: RULE_POLICY}
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +47,9 @@ class GameSeeds:
 
 def game_seeds(seed: int) -> GameSeeds:
     """The deal and reshuffle generators and the two seats' seeds of the game with this seed."""
-    deal, reshuffle, seats = np.random.SeedSequence(seed).spawn(3)
+    # SeedSequence(seed).spawn(3)'s three children, built directly: the same sequences (spawn builds exactly these),
+    # in about half the time, which counts at every env reset.
+    deal, reshuffle, seats = (np.random.SeedSequence(seed, spawn_key=(child,)) for child in range(3))
     seat_seeds = np.random.default_rng(seats).integers(0, 2**62, size=2)
     return GameSeeds(np.random.default_rng(deal), np.random.default_rng(reshuffle),
                      (int(seat_seeds[0]), int(seat_seeds[1])))
@@ -65,18 +74,50 @@ class Seat:
             needs = needs_of(policy)
             belief, n_particles = needs.belief, needs.n_particles or n_particles
         self.observer = SeatObserver(belief, n_particles, dict_obs)
+        # A policy deciding from the legal actions and two public values (uno_env.policy, ``act_legal``) skips the
+        # full view, unless a belief tracker must see every view; the game and the decisions are the same.
+        self._act_legal = (getattr(policy, "act_legal", None) if policy is not None and belief == "none" else None)
+
+    def compiled_twin(self) -> tuple[int, Callable[[int], np.ndarray] | None] | None:
+        """The compiled twin making exactly this seat's decisions, for the single env's compiled path
+        (:mod:`uno_env.single`): core's policy code and, for ``random``, the source of its generator's 32-bit draws
+        (:meth:`~uno_env.opponents.RandomPolicy.words`). ``None`` for any other policy (a subclass too, which may
+        decide otherwise) and for a seat with belief features, whose tracker must see every view."""
+        if self._act_legal is None or type(self.policy) not in _COMPILED_TWINS:
+            return None
+        code = _COMPILED_TWINS[type(self.policy)]
+        return code, (self.policy.words if code == RANDOM_POLICY else None)
 
     def start(self, game: Game, seed: int) -> None:
         """Begin a game right after the deal: reset the policy and the tracker from ``seed``, hand the start view."""
         if self.policy is not None:
             self.policy.reset(seed)
-        self.observer.start(game, self.index, np.random.default_rng(seed + 1))
+        if self.observer.belief_kind != "none":  # only a tracker draws from it; a generator costs ~10 µs to make
+            self.observer.start(game, self.index, np.random.default_rng(seed + 1))
         if self.policy is not None and hasattr(self.policy, "observe_start"):  # the optional hook (uno_env.policy)
             self.policy.observe_start(game.observe(self.index, consume_events=False))
 
     def observe(self, game: Game) -> PublicView:
         """The seat's next view, encoded for it; every view of the seat must come from here (the tracker learns)."""
         return self.observer.observe(game, self.index)
+
+    def play(self, game: Game) -> int:
+        """Ask the policy for its action at ``game``'s position (this seat to move) and apply it; the action.
+
+        ``IllegalActionError`` (the game unchanged) if the policy chose an illegal action. Without belief features
+        a policy's ``act_legal`` decides, without the full view; otherwise :meth:`observe` and :meth:`act`. The
+        seat's event cursor then stays where it was, which nothing reads (a tracker would, and has the full view).
+        """
+        if self._act_legal is None:
+            action = self.act(game, self.observe(game))
+        else:
+            legal = game.legal_actions()
+            action = self._act_legal(legal, game.hands[self.index], game.hand_sizes[1 - self.index])
+            if action not in legal:
+                raise IllegalActionError(f"{type(self.policy).__name__} on seat {self.index} chose an illegal "
+                                         "action: " + game.illegal_reason(action))
+        game.apply(action)  # legal: checked here or in act
+        return action
 
     def act(self, game: Game, view: PublicView) -> int:
         """The policy's action for ``view``, the seat's current view; ``IllegalActionError`` if it is not legal."""
