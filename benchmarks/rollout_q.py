@@ -35,6 +35,7 @@ from uno_env.opponents import RulePolicy
 from uno_env.view import PublicView
 
 _RULE = RulePolicy()
+_ARRAYS = ("observations", "values", "base_moves")
 
 
 class ConservativePlayer:
@@ -78,18 +79,21 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=500, help="deal pairs per evaluation (seed 12346)")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--labels", type=Path, help="the labels file to use or write (default: OUT/labels.npz)")
+    parser.add_argument("--labels", type=Path, nargs="+",
+                        help="the labels file to use or write (default: OUT/labels.npz); several existing files are "
+                             "fitted together")
     args = parser.parse_args()
     torch.set_num_threads(1)
     args.out.mkdir(parents=True, exist_ok=True)
-    labels = args.labels or args.out / "labels.npz"
+    files = args.labels or [args.out / "labels.npz"]
     search = SearchLabels(args.search_simulations, args.search_belief) if args.search_simulations else None
     started = time.perf_counter()
-    if not labels.exists():  # labelling is the slow part: a rerun reuses it
+    if len(files) == 1 and not files[0].exists():  # labelling is the slow part: a rerun reuses it
         arrays = collect_in_processes([args.games] * args.workers, [args.seed + w for w in range(args.workers)],
                                       args.deck_orders, args.belief, args.base, search)
-        np.savez_compressed(labels, **dict(zip(("observations", "values", "base_moves"), arrays, strict=True)))
-    data = np.load(labels)
+        np.savez_compressed(files[0], **dict(zip(_ARRAYS, arrays, strict=True)))
+    parts = [np.load(file) for file in files]
+    data = {name: np.concatenate([part[name] for part in parts]) for name in _ARRAYS}
     label_seconds = time.perf_counter() - started
     observations = data["observations"]
     if args.belief == "none":  # labels recorded with belief features fit a network without them too: a paired ablation
