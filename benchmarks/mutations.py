@@ -60,25 +60,25 @@ def _config_check(field: str, line: str, plain: str) -> Mutation:
 
 
 MUTATIONS: tuple[Mutation, ...] = (
-    # --- the observation encoder
+    # --- the observation encoder (uno_env.observation.encode_into, the compiled encoder every path calls)
     Mutation("observation", "opponent size one-hot shifted by one", "uno_env/observation.py",
-             (("min(view.opponent_hand_size, 7) - 1)", "min(view.opponent_hand_size, 7))"),), OBS, True),
+             (("min(opponent_hand_size, 7) - 1] = 1.0", "min(opponent_hand_size, 7)] = 1.0"),), OBS, True),
     Mutation("observation", "opponent size one-hot capped at 8", "uno_env/observation.py",
-             (("min(view.opponent_hand_size, 7) - 1)", "min(view.opponent_hand_size, 8) - 1)"),), OBS, True),
+             (("min(opponent_hand_size, 7) - 1] = 1.0", "min(opponent_hand_size, 8) - 1] = 1.0"),), OBS, True),
     Mutation("observation", "pending-draw channel inverted", "uno_env/observation.py",
-             (("_PENDING + (view.pending_draw >> 2))", "_PENDING + 1 - (view.pending_draw >> 2))"),), OBS, True),
+             (("out[_PENDING + (pending_draw >> 2)] = 1.0", "out[_PENDING + 1 - (pending_draw >> 2)] = 1.0"),), OBS,
+             True),
     Mutation("observation", "discard not removed from the unseen cards", "uno_env/observation.py",
-             (("    unseen -= discard\n", ""),), OBS, True),
+             (("_COPIES[card] - hand[card] - discard[card]", "_COPIES[card] - hand[card]"),), OBS, True),
     Mutation("observation", "deck and discard sizes swapped", "uno_env/observation.py",
-             (("view.deck_size / DECK_SIZE, view.discard_size / DECK_SIZE)",
-               "view.discard_size / DECK_SIZE, view.deck_size / DECK_SIZE)"),), OBS, True),
+             (("out[_SIZES + 2] = deck_size / DECK_SIZE\n    out[_SIZES + 3] = discard_size / DECK_SIZE",
+               "out[_SIZES + 2] = discard_size / DECK_SIZE\n    out[_SIZES + 3] = deck_size / DECK_SIZE"),), OBS, True),
     Mutation("observation", "top card index clipped at 52", "uno_env/observation.py",
-             (("ones.append(_TOP + view.top)", "ones.append(_TOP + min(view.top, 52))"),), OBS, True),
+             (("out[_TOP + top] = 1.0", "out[_TOP + min(top, 52)] = 1.0"),), OBS, True),
     Mutation("observation", "colour one-hot rotated", "uno_env/observation.py",
-             (("ones.append(_COLOUR + view.active_colour)", "ones.append(_COLOUR + (view.active_colour + 1) % 4)"),),
-             OBS),
+             (("out[_COLOUR + colour] = 1.0", "out[_COLOUR + (colour + 1) % 4] = 1.0"),), OBS),
     Mutation("observation", "own hand size scaled by 54", "uno_env/observation.py",
-             (("(view.hand_size / DECK_SIZE,", "(view.hand_size / 54,"),), OBS),
+             (("out[_SIZES] = hand_size / DECK_SIZE", "out[_SIZES] = hand_size / 54"),), OBS),
     # --- evaluation statistics
     Mutation("stats", "paired interval over games, not pairs", "train/evaluation/statistics.py",
              (("half = t_quantile_975(n - 1) * spread / math.sqrt(n)",
@@ -199,6 +199,13 @@ def run_tests(tree: Path, tests: tuple[str, ...], timeout: int) -> tuple[int, st
     return done.returncode, (failed or lines or [done.stderr.strip()[-200:]])[-1], time.perf_counter() - start
 
 
+def clear_compiled(tree: Path) -> None:
+    """Delete numba's on-disk caches in ``tree``: a kernel's cache is checked against its own file only, so one
+    compiled with the unmutated version of a function from another file would survive the mutation."""
+    for cached in (*tree.rglob("*.nbi"), *tree.rglob("*.nbc")):
+        cached.unlink()
+
+
 def apply(tree: Path, mutation: Mutation) -> str | None:
     """Write the mutated file into ``tree``; the original text, or None if an edit does not match exactly once."""
     path = tree / mutation.path
@@ -229,9 +236,11 @@ def check(mutations: list[Mutation], worktree: bool, timeout: int) -> tuple[str,
                 outcome = Outcome(mutation, "broken", 0.0, "an edit no longer matches the source exactly once")
             else:
                 try:
+                    clear_compiled(tree)
                     code, last, seconds = run_tests(tree, mutation.tests, timeout)
                 finally:
                     (tree / mutation.path).write_text(original)
+                    clear_compiled(tree)
                 status = {0: "survived", 1: "caught"}.get(code, "broken")
                 outcome = Outcome(mutation, status, seconds, last)
             outcomes.append(outcome)
