@@ -77,7 +77,9 @@ def main() -> None:
                         help="the labelling search's belief")
     parser.add_argument("--base-bonus", type=float, default=0.0, help="added to the base player's move in the targets")
     parser.add_argument("--pairs", type=int, default=500, help="deal pairs per evaluation (seed 12346)")
-    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--seed", type=int, default=11,
+                        help="the labelling processes play the games of seeds SEED, SEED+1, ... (one each): label "
+                             "files meant to be fitted together need seeds at least --workers apart")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--labels", type=Path, nargs="+",
                         help="the labels file to use or write (default: OUT/labels.npz); several existing files are "

@@ -13,6 +13,9 @@ docs/RESULTS.md, "Rollout improvement distilled":
   the posterior given the public position, and a regression on the public observation learns the values a
   player who sees only that position faces (as a privileged critic uses hidden state in training, never in
   play).
+* :class:`SearchLabels`: the same labels from the search player instead (:mod:`agents.search`), its root values
+  over hundreds of hidden hands drawn from its belief rather than the one true hand: far less noisy labels, which
+  a larger network turns into a stronger player (docs/RESULTS.md, "Search values distilled").
 * :func:`collect`: the base player against ``rule``, recording the observation, the move values and the base
   player's move at every decision with a choice. The base player is ``rule`` (the first step over the rule
   player), ``random`` (policy iteration from scratch) or a checkpoint, compiled into the playouts
