@@ -32,7 +32,7 @@ RULES = {
     "pretrain.games": "positive", "pretrain.rounds": "positive", "pretrain.expert_games": "positive",
     "pretrain.epochs": "positive",
     "pretrain.learning_rate": "positive", "pretrain.batch_size": "positive", "pretrain.deck_orders": "positive",
-    "pretrain.base_bonus": "non_negative",
+    "pretrain.base_bonus": "non_negative", "pretrain.search_simulations": "positive",
     "eval.every": "non_negative", "eval.pairs": "positive", "eval.final_pairs": "non_negative",
     "eval.workers": "positive", "eval.belief_games": "non_negative",
 }
