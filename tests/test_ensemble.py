@@ -1,0 +1,49 @@
+"""agents.ensemble: several checkpoints merged into one network whose logits are the sum of theirs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from sb3_contrib import MaskablePPO
+
+from agents.ensemble import main, merge
+from agents.ppo import PPOPolicy, read_settings, save_model
+from uno_env.env import UnoEnv
+
+
+def _checkpoint(tmp_path: Path, seed: int, net_arch: list[int], belief: str = "none") -> Path:
+    model = MaskablePPO("MlpPolicy", UnoEnv(belief=belief), seed=seed, device="cpu",
+                        policy_kwargs={"net_arch": net_arch, "activation_fn": torch.nn.Tanh})
+    return save_model(model, tmp_path / f"member-{seed}.zip", {"belief": belief, "config": "test", "steps": 0})
+
+
+def _heads(policy, observations: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    with torch.no_grad():
+        features = policy.extract_features(observations)
+        return (policy.action_net(policy.mlp_extractor.forward_actor(features)),
+                policy.value_net(policy.mlp_extractor.forward_critic(features)))
+
+
+def test_the_merged_network_sums_the_members_logits_and_averages_their_values(tmp_path: Path):
+    paths = [_checkpoint(tmp_path, seed, [16, 8]) for seed in (1, 2, 3)]
+    merged = tmp_path / "merged.zip"
+    main([str(merged), *map(str, paths)])
+    network = PPOPolicy.load(merged).network
+    assert [layer.out_features for layer in network.mlp_extractor.policy_net if hasattr(layer, "out_features")] \
+        == [48, 24]
+    observations = torch.from_numpy(np.stack([UnoEnv().observation_space.sample() for _ in range(32)]))
+    members = [_heads(PPOPolicy.load(path).network, observations) for path in paths]
+    logits, values = _heads(network, observations)
+    assert torch.allclose(logits, sum(member[0] for member in members), atol=1e-5)
+    assert torch.allclose(values, sum(member[1] for member in members) / 3, atol=1e-5)
+    assert read_settings(merged)["belief"] == "none"
+
+
+def test_members_that_do_not_fit_together_are_refused(tmp_path: Path):
+    with pytest.raises(ValueError, match="belief"):
+        merge([_checkpoint(tmp_path, 1, [8]), _checkpoint(tmp_path, 2, [8], belief="counting")])
+    with pytest.raises(ValueError, match="hidden layers"):
+        merge([_checkpoint(tmp_path, 3, [8]), _checkpoint(tmp_path, 4, [8, 8])])
