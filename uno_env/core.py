@@ -128,7 +128,8 @@ def draw_impossible_outcome(seat: int, mine: int, theirs: int) -> int:
 
 
 _after_play = njit(cache=True)(after_play)
-_draw_plan = njit(cache=True)(draw_plan)
+#: :func:`draw_plan` compiled, for kernels here and in :mod:`uno_env.single`.
+compiled_draw_plan = njit(cache=True)(draw_plan)
 _draw_impossible_outcome = njit(cache=True)(draw_impossible_outcome)
 
 
@@ -299,7 +300,7 @@ def draw_planned(state: np.ndarray, count: int, possible: bool) -> None:
 @njit(cache=True)
 def _draw(state: np.ndarray, stream: np.ndarray) -> None:
     """The draw action for the seat to move: 1 card or the pending 2/4, reshuffling or ending the game if needed."""
-    count, reshuffle, possible = _draw_plan(state[PENDING], state[DECK_LEN], state[DISCARD_LEN])
+    count, reshuffle, possible = compiled_draw_plan(state[PENDING], state[DECK_LEN], state[DISCARD_LEN])
     if reshuffle:
         _reshuffle(state, stream)
     draw_planned(state, count, possible)

@@ -114,8 +114,7 @@ class Seat:
             legal = game.legal_actions()
             action = self._act_legal(legal, game.hands[self.index], game.hand_sizes[1 - self.index])
             if action not in legal:
-                raise IllegalActionError(f"{type(self.policy).__name__} on seat {self.index} chose an illegal "
-                                         "action: " + game.illegal_reason(action))
+                raise self._illegal(game, action)
         game.apply(action)  # legal: checked here or in act
         return action
 
@@ -123,9 +122,12 @@ class Seat:
         """The policy's action for ``view``, the seat's current view; ``IllegalActionError`` if it is not legal."""
         action = self.policy.act(view)
         if not game.is_legal(action):
-            raise IllegalActionError(f"{type(self.policy).__name__} on seat {self.index} chose an illegal action: "
-                                     + game.illegal_reason(action))
+            raise self._illegal(game, action)
         return action
+
+    def _illegal(self, game: Game, action: int) -> IllegalActionError:
+        return IllegalActionError(f"{type(self.policy).__name__} on seat {self.index} chose an illegal action: "
+                                  + game.illegal_reason(action))
 
 
 def deal_game(seed: int, first_player: int | None = None) -> Game:

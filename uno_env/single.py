@@ -108,9 +108,8 @@ def run(state: np.ndarray, ctl: np.ndarray, opponent: int, words: np.ndarray, le
         action = ctl[_ACTION]
         seat = state[core.CURRENT]
         if action == DRAW_ACTION:
-            # core's compiled twin of the draw_plan rule
-            count, reshuffle, possible = core._draw_plan(state[core.PENDING], state[core.DECK_LEN],
-                                                         state[core.DISCARD_LEN])
+            count, reshuffle, possible = core.compiled_draw_plan(state[core.PENDING], state[core.DECK_LEN],
+                                                                 state[core.DISCARD_LEN])
             if reshuffle and not ctl[_SHUFFLED]:  # as Game: gather, shuffle (in Python), log, then draw
                 core.gather_discard(state)
                 _log(log, ctl, RESHUFFLE, -1, 0, -1)
