@@ -90,7 +90,8 @@ def main() -> None:
     files = args.labels or [args.out / "labels.npz"]
     search = SearchLabels(args.search_simulations, args.search_belief) if args.search_simulations else None
     started = time.perf_counter()
-    if len(files) == 1 and not files[0].exists():  # labelling is the slow part: a rerun reuses it
+    labelled_here = len(files) == 1 and not files[0].exists()
+    if labelled_here:  # labelling is the slow part: a rerun reuses it
         arrays = collect_in_processes([args.games] * args.workers, [args.seed + w for w in range(args.workers)],
                                       args.deck_orders, args.belief, args.base, search)
         np.savez_compressed(files[0], **dict(zip(_ARRAYS, arrays, strict=True)))
@@ -105,7 +106,9 @@ def main() -> None:
     checkpoint = save_model(model, args.out / "q-network.zip", {"belief": args.belief, "config": "rollout-q",
                                                                         "steps": 0})
     network = PPOPolicy.load(checkpoint)
-    report = {"base": args.base, "search": None if search is None else vars(search), "net_arch": args.net_arch,
+    # The labels' settings are this run's only when it labelled; fitted from files, their own runs recorded them.
+    labelling = {"base": args.base, "search": None if search is None else vars(search)} if labelled_here else {}
+    report = {**labelling, "label_files": [str(file) for file in files], "net_arch": args.net_arch,
               "base_bonus": args.base_bonus, "epochs": args.epochs, "positions": len(data["values"]),
               "labels": int(np.isfinite(data["values"]).sum()),
               "label_seconds": round(label_seconds, 1),
