@@ -29,7 +29,7 @@ import torch
 
 from agents.ppo import PPOPolicy, save_model
 from train.evaluation.matches import evaluate, format_table
-from train.training.rollout_values import SCALE, SearchLabels, collect_in_processes, fit
+from train.training.rollout_values import SCALE, SEARCH_BELIEFS, SearchLabels, collect_in_processes, fit
 from uno_env.observation import BASE_SIZE
 from uno_env.opponents import RulePolicy
 from uno_env.view import PublicView
@@ -73,8 +73,8 @@ def main() -> None:
     parser.add_argument("--search-simulations", type=int, default=0,
                         help="label by the search player's root values with this budget (0: playouts from the true "
                              "position, --deck-orders of them)")
-    parser.add_argument("--search-belief", choices=("counting", "particles"), default="counting",
-                        help="the labelling search's belief")
+    parser.add_argument("--search-belief", choices=SEARCH_BELIEFS, default="counting",
+                        help="the labelling search's belief (aware: the particle filter told the opponent is rule)")
     parser.add_argument("--base-bonus", type=float, default=0.0, help="added to the base player's move in the targets")
     parser.add_argument("--pairs", type=int, default=500, help="deal pairs per evaluation (seed 12346)")
     parser.add_argument("--seed", type=int, default=11,

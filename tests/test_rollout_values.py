@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 from uno_testlib import act, scenario
 
@@ -107,3 +108,22 @@ def test_search_labels_value_the_same_positions_and_agree_with_playouts_from_the
     assert np.corrcoef(centred(values), centred(rollout_values))[0, 1] > 0.15
     again = collect(games=12, seed=6, deck_orders=1, belief="none", search=search)
     assert np.array_equal(again[1], values, equal_nan=True)  # same seed, same search, same labels
+
+
+def test_aware_search_labels_are_told_the_opponent_and_label_the_same_positions_differently():
+    plain, aware = SearchLabels(simulations=400, belief="particles"), SearchLabels(simulations=400, belief="aware")
+    assert aware.player().opponent_policy is not None and plain.player().opponent_policy is None
+    observations, values, moves = collect(games=6, seed=8, deck_orders=1, belief="none", search=plain)
+    aware_observations, aware_values, aware_moves = collect(games=6, seed=8, deck_orders=1, belief="none",
+                                                            search=aware)
+    # The games are the base player's: the search's belief changes the labels only.
+    assert np.array_equal(observations, aware_observations) and np.array_equal(moves, aware_moves)
+    legal = np.isfinite(values)
+    assert np.array_equal(np.isfinite(aware_values), legal)
+    # Told that the opponent plays rule, the filter weighs its hands by rule's choices: other worlds, other values.
+    assert not np.allclose(values[legal], aware_values[legal])
+
+
+def test_search_labels_name_the_beliefs_they_know():
+    with pytest.raises(ValueError, match="search belief must be one of counting, particles, aware, got 'none'"):
+        SearchLabels(belief="none")  # type: ignore[arg-type]

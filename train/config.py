@@ -136,7 +136,9 @@ class PretrainConfig:
     ``deck_orders`` deck orders; the student's logits regress the values (``base_bonus`` added to the base
     player's move). The base player of round 1 is the teacher (``rule``, ``random``: from scratch, or a
     belief-``none`` checkpoint), of each later round the student of the round before: approximate policy
-    iteration.
+    iteration. ``labels: search-values`` labels the same positions by the search player's root values instead
+    (``search_simulations`` each, worlds from ``search_belief``: ``counting``, ``particles``, or ``aware``, the
+    particle filter told that the opponent plays ``rule``; :class:`~train.training.rollout_values.SearchLabels`).
     """
 
     teacher: str | None = None
@@ -151,7 +153,7 @@ class PretrainConfig:
     deck_orders: int = field(default=4, metadata=_check(_bounded(1, 64)))
     base_bonus: float = field(default=0.1, metadata=_check(_non_negative))
     search_simulations: int = field(default=800, metadata=_check(_bounded(1, 1_000_000)))
-    search_belief: Literal["counting", "particles"] = "counting"
+    search_belief: Literal["counting", "particles", "aware"] = "counting"
 
 
 @dataclass
