@@ -30,7 +30,7 @@ Example::
     from agents.ppo import PPOPolicy
     from uno_env import UnoEnv
 
-    env = UnoEnv(opponent=PPOPolicy.load("models/ppo-none/model.zip"))
+    env = UnoEnv(opponent=PPOPolicy.load("models/search-q-none/model.zip"))
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 In a checkout (or an editable install) the folder is the repository's own. An installed wheel carries a
 copy as package data, in the ``uno_rl_data`` package (``uno_rl_data/models`` in site-packages), so
-``gym.make("Uno-v0", opponent="ppo-counting")`` and ``uno-evaluate ppo-counting`` work from any folder.
+``gym.make("Uno-v0", opponent="search-q-ensemble")`` and ``uno-evaluate search-q-ensemble`` work from any folder.
 :func:`shipped_policies` is the catalogue :mod:`uno_env.policy` consults for these names.
 """
 
@@ -30,7 +30,7 @@ def shipped_folder(name: str) -> Path:
     return _CHECKOUT / name  # missing: callers name this path in their errors
 
 
-#: The shipped agents: a bare name like ``ppo-none`` is ``MODELS_DIR / "ppo-none"``.
+#: The shipped agents: a bare name like ``search-q-none`` is ``MODELS_DIR / "search-q-none"``.
 MODELS_DIR = shipped_folder("models")
 
 

@@ -1,8 +1,8 @@
 """A step of rollout policy improvement over a base player (``rule``, or a checkpoint), distilled into a network.
 
     python benchmarks/rollout_q.py --games 20000 --deck-orders 4 --workers 2 --epochs 10 --base-bonus 0.1 \
-        --margins 0.1 --pairs 1000 --seed 21 --out runs/rollout-q-none      # the first step, over rule
-    python benchmarks/rollout_q.py --base runs/rollout-q-none/q-network.zip ...  # a second step, over it
+        --margins 0.1 --pairs 1000 --seed 21 --out runs/rollout-q  # the first step, over rule
+    python benchmarks/rollout_q.py --base runs/rollout-q/q-network.zip ...  # a second step, over it
 
 The method is :mod:`train.training.rollout_values` (labels by rollouts from the true position, a network fitted
 to them). This program labels ``--games`` games in each of ``--workers`` processes (saved as OUT/labels.npz and

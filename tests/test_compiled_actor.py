@@ -17,7 +17,7 @@ from uno_env.observation import SeatObserver
 from uno_env.opponents import RulePolicy
 from uno_env.view import RESHUFFLE
 
-SHIPPED = "models/rollout-q-none/model.zip"
+SHIPPED = "models/search-q-none/model.zip"
 
 
 def _relu_checkpoint(tmp_path) -> str:
@@ -49,8 +49,8 @@ def test_the_compiled_actor_chooses_the_checkpoints_move_at_every_decision(which
 
 
 def test_a_network_with_belief_features_is_refused_by_name():
-    with pytest.raises(ValueError, match="rollout-q-counting.*belief='counting'"):
-        actor_params(PPOPolicy.load("models/rollout-q-counting/model.zip", name="rollout-q-counting"))
+    with pytest.raises(ValueError, match="search-q-particles.*belief='particles'"):
+        actor_params(PPOPolicy.load("models/search-q-particles/model.zip", name="search-q-particles"))
 
 
 def test_actor_playouts_replay_for_a_seed_and_match_the_checkpoint_playing_the_same_game():

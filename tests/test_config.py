@@ -276,7 +276,7 @@ def test_zero_steps_need_a_warm_start():
 
 
 def test_rollout_value_labels_accept_rule_and_a_belief_none_checkpoint_with_several_rounds():
-    config = parse_config(with_(pretrain={**_ROLLOUT, "teacher": "rollout-q-none", "rounds": 3}))
+    config = parse_config(with_(pretrain={**_ROLLOUT, "teacher": "search-q-none", "rounds": 3}))
     assert config.pretrain.labels == "rollout-values" and config.pretrain.deck_orders == 4
     assert parse_config(with_(pretrain=_ROLLOUT, env={"belief": "counting"})).pretrain.rounds == 1
 
@@ -450,7 +450,7 @@ def test_checkpoints_of_different_beliefs_in_one_schedule(tmp_path: Path):
 def test_parsing_a_config_loads_no_torch():
     """Reading and checking a YAML config (player specs included) is cheap: torch is for training."""
     code = ("import sys\nfrom train.config import load_config\n"
-            "config = load_config('configs/default.yaml', ['eval.opponents=[random, rule, ppo-none]'])\n"
+            "config = load_config('configs/default.yaml', ['eval.opponents=[random, rule, search-q-none]'])\n"
             "print('torch' in sys.modules, config.eval.opponents)")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert result.returncode == 0, result.stderr

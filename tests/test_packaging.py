@@ -62,15 +62,15 @@ def test_installed_package_finds_its_shipped_agents_and_configs(installed: Path,
     code = "import train.shipped as s, uno_env; print(s.MODELS_DIR); print(s.CONFIGS_DIR); print(uno_env.__file__)"
     lines = run([str(installed / "python"), "-c", code], tmp_path).stdout.splitlines()
     assert all("site-packages" in line for line in lines), lines
-    assert Path(lines[0], "ppo-counting", "model.zip").is_file() and Path(lines[1], "default.yaml").is_file()
+    assert Path(lines[0], "search-q-none", "model.zip").is_file() and Path(lines[1], "default.yaml").is_file()
 
 
 def test_commands_work_from_an_unrelated_folder(installed: Path, tmp_path: Path):
-    out = run([str(installed / "uno-evaluate"), "ppo-counting", "--pairs", "5"], tmp_path).stdout
-    assert "| ppo-counting | random | 10 |" in out and "| ppo-counting | rule | 10 |" in out
+    out = run([str(installed / "uno-evaluate"), "search-q-none", "--pairs", "5"], tmp_path).stdout
+    assert "| search-q-none | random | 10 |" in out and "| search-q-none | rule | 10 |" in out
     run([str(installed / "uno-train"), "--set", "total_timesteps=2048", "--set", "pretrain.teacher=null",
          "--set", "eval.every=2048", "--set", "eval.pairs=2", "--set", "eval.final_pairs=2", "--set", "eval.workers=1",
          "--quiet", "--run-dir", "run"], tmp_path)
     assert (tmp_path / "run" / "final_eval.json").is_file() and (tmp_path / "run" / "config.yaml").is_file()
-    played = run([str(installed / "uno-play"), "--opponent", "ppo-counting", "--seed", "1"], tmp_path, input="q\n")
-    assert "ppo-counting" in played.stdout
+    played = run([str(installed / "uno-play"), "--opponent", "search-q-none", "--seed", "1"], tmp_path, input="q\n")
+    assert "search-q-none" in played.stdout

@@ -66,7 +66,7 @@ def test_built_in_names_need_only_import_uno_env():
     out = run_python(
         "import sys, gymnasium as gym, uno_env\n"
         "print(sorted(m for m in ('agents', 'train', 'torch') if m in sys.modules))\n"
-        "for name in ('search', 'ppo-none'):\n"
+        "for name in ('search', 'search-q-none'):\n"
         "    env = gym.make('Uno-v0', opponent=name)\n"
         "    obs, info = env.reset(seed=0)\n"
         "    env.step(int(info['action_mask'].nonzero()[0][0]))\n"

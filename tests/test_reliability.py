@@ -37,6 +37,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 import train.training.trainer as trainer
 from agents.files import atomic_path
 from agents.ppo import TRUST_VARIABLE, PPOPolicy, load_network, read_settings, save_model
+from agents.shipped import MODEL_FILE, MODELS_DIR, shipped_names
 from train.cli.train import main
 from train.config import ConfigError, parse_config
 from uno_env.env import UnoEnv
@@ -163,7 +164,9 @@ def test_shipped_and_older_checkpoints_load_without_unpickling(checkpoint: Path,
 
     monkeypatch.setattr(cloudpickle, "loads", refuse)
     monkeypatch.setattr(pickle, "loads", refuse)
-    for path in (older, ROOT / "models" / "ppo-none" / "model.zip"):
+    shipped = [MODELS_DIR / name / MODEL_FILE for name in shipped_names()]
+    assert shipped, f"no shipped agent in {MODELS_DIR}"
+    for path in (older, *shipped):
         network = PPOPolicy.load(path).network
         assert network.net_arch["pi"] and network.optimizer is None
 

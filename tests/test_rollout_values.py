@@ -1,4 +1,4 @@
-"""Move values by rollouts (train.training.rollout_values): the labels behind the rollout-q agents."""
+"""Move values by rollouts (train.training.rollout_values): the labels of the rollout-values warm start."""
 
 from __future__ import annotations
 

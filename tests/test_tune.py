@@ -149,7 +149,7 @@ def test_crashing_trial_is_reported_and_the_sweep_resumes(ray_session: str, tmp_
     # A checkpoint opponent and self-play must share one belief setting: uno-train refuses the env.belief
     # counting trial when it starts (not in the config's own checks), so that trial crashes.
     sweep = write_sweep(tmp_path / "grid.yaml", search="grid", trials=1,
-                        set=[*TINY, "opponents=[{mix: {random: 1, self: 1, ppo-none: 1}}]"],
+                        set=[*TINY, "opponents=[{mix: {random: 1, self: 1, search-q-none: 1}}]"],
                         space={"env.belief": {"grid": ["none", "counting"]}})
     out = tmp_path / "grid"
     assert main([str(sweep), "--out", str(out)]) == 0
@@ -195,9 +195,9 @@ def test_killed_sweep_resumes(ray_session: str, tmp_path: Path):
 
 # ------------------------------------------------------------------------------------ evaluation on Ray
 def test_ray_evaluation_equals_the_local_pool(ray_session: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
-    local = evaluate("ppo-none", ["rule", "random"], pairs=12, seed=5, workers=2)
+    local = evaluate("search-q-none", ["rule", "random"], pairs=12, seed=5, workers=2)
     executor = RayExecutor(ray_session)  # joins the running session, and leaves it running
-    spread = evaluate("ppo-none", ["rule", "random"], pairs=12, seed=5, workers=executor.cpus, executor=executor)
+    spread = evaluate("search-q-none", ["rule", "random"], pairs=12, seed=5, workers=executor.cpus, executor=executor)
     executor.shutdown()
     assert ray.is_initialized()
     for a, b in zip(local, spread, strict=True):

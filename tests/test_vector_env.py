@@ -26,7 +26,7 @@ from uno_env.env import UnoEnv
 from uno_env.game import IllegalActionError
 from uno_env.vector import OPPONENTS, UnoVectorEnv
 
-CHECKPOINT = "models/rollout-q-none/model.zip"
+CHECKPOINT = "models/search-q-none/model.zip"
 
 
 def make(num_envs: int = 8, **kwargs) -> UnoVectorEnv:

@@ -2,7 +2,7 @@
 
 In a checkout (or an editable install) they are the repository's own folders. An installed wheel
 carries copies of both as package data, in the ``uno_rl_data`` package (``uno_rl_data/models``,
-``uno_rl_data/configs`` in site-packages), so ``uno-evaluate ppo-counting`` and ``uno-train`` work
+``uno_rl_data/configs`` in site-packages), so ``uno-evaluate search-q-ensemble`` and ``uno-train`` work
 from any folder. :data:`MODELS_DIR` and :data:`CONFIGS_DIR` are the folders in use (the models folder is
 :mod:`agents.shipped`'s, which also makes each shipped agent a policy by name).
 """
@@ -22,7 +22,7 @@ CONFIGS_DIR = shipped_folder("configs")
 def find_config(spec: str | Path) -> Path:
     """The config file ``spec`` names: the path itself if it exists, else a shipped config of that name.
 
-    ``configs/ppo-counting.yaml``, ``ppo-counting.yaml`` and ``ppo-counting`` all find the shipped
+    ``configs/search-values.yaml``, ``search-values.yaml`` and ``search-values`` all find the shipped
     recipe when no such file exists in the current folder. A name found nowhere comes back unchanged,
     so the config loader's "no such file" error names what the user typed.
     """

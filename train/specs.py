@@ -4,7 +4,7 @@ A spec is one of:
 
 * a registered policy name: ``random``, ``rule``, ``search``, a shipped agent (:mod:`uno_env.policy`);
 * a MaskablePPO checkpoint: a ``.zip`` file, a shipped-agent folder holding ``model.zip``
-  (``models/ppo-none``, or just ``ppo-none`` for a shipped agent: :mod:`agents.shipped` says where they are),
+  (``models/search-q-none``, or just ``search-q-none`` for a shipped agent: :mod:`agents.shipped` says where they are),
   or a training run folder (its ``best_model.zip``);
 * ``module:attribute``: an importable Policy object, class or zero-argument factory.
 
@@ -17,7 +17,7 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from agents.shipped import MODELS_DIR  # a bare name like ``ppo-none`` is MODELS_DIR / name
+from agents.shipped import MODELS_DIR  # a bare name like ``search-q-none`` is MODELS_DIR / name
 from uno_env.cards import short_repr
 from uno_env.policy import Policy, make_policy, policy_names
 

@@ -5,7 +5,7 @@
     import gymnasium as gym
     import uno_env  # noqa: F401
 
-    env = gym.make("Uno-v0", opponent="rule")   # or "random", "search", a shipped agent ("ppo-none"), a Policy
+    env = gym.make("Uno-v0", opponent="rule")   # or "random", "search", a shipped agent ("search-q-none"), a Policy
     obs, info = env.reset(seed=0)
     action = int(info["action_mask"].nonzero()[0][0])
     obs, reward, terminated, truncated, info = env.step(action)

@@ -27,7 +27,7 @@ A policy that plays like a known model may also carry a ``likelihood_model``
 Policies by name (:func:`make_policy`): the registry maps a name to a ``"module:attribute"`` factory that is
 imported on first use, so naming a policy imports nothing until it is built. Built in: ``"random"``,
 ``"rule"`` (:mod:`uno_env.opponents`), ``"search"`` (:mod:`agents.search`), and the shipped agents by folder
-name (``"ppo-none"``, ``"ppo-counting"``: :mod:`agents.shipped`). :func:`register_policy` adds names.
+name (``"search-q-none"``, ``"search-q-ensemble"``: :mod:`agents.shipped`). :func:`register_policy` adds names.
 """
 
 from __future__ import annotations

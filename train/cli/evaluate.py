@@ -1,10 +1,10 @@
 """``uno-evaluate`` / ``python -m train.cli.evaluate``: win rates against opponents, or a round-robin tournament.
 
     uno-evaluate runs/default-.../ --opponents random rule --pairs 500
-    uno-evaluate ppo-none --opponents random rule ppo-counting --workers 2 --json out.json
-    uno-evaluate --tournament random rule ppo-none ppo-counting --pairs 200
-    uno-evaluate ppo-counting --opponents rule --pairs 20 --save-games games/   # then: uno-play --replay FILE
-    uno-evaluate ppo-none --pairs 20000 --address HEAD_IP:6379   # deal pairs spread over a Ray cluster
+    uno-evaluate search-q-none --opponents random rule search-q-particles --workers 2 --json out.json
+    uno-evaluate --tournament random rule search-q-none search-q-particles --pairs 200
+    uno-evaluate search-q-ensemble --opponents rule --pairs 20 --save-games games/   # then: uno-play --replay FILE
+    uno-evaluate search-q-none --pairs 20000 --address HEAD_IP:6379   # deal pairs spread over a Ray cluster
 
 Games, pairing and intervals: :mod:`train.evaluation.matches`; ratings: :mod:`train.evaluation.tournament`.
 With ``--address`` the games run as Ray tasks on the cluster's cores (:mod:`train.evaluation.distributed`), with

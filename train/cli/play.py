@@ -1,14 +1,14 @@
 """``uno-play``: play UNO against any player, watch two players, replay a saved game, or open the browser table.
 
     uno-play                                    # a match of 3 games against the rule-based player
-    uno-play --opponent ppo-counting --games 5 --show-belief --save-games games/
+    uno-play --opponent search-q-ensemble --games 5 --show-belief --save-games games/
     uno-play --replay games/uno-play-5.json --show-belief
     uno-play --watch rule search --pace 0.5 [--hide-hands]
     uno-play --web [--port 8000]                # the table in your browser, at http://127.0.0.1:8000/
 
 Players (``--opponent``, ``--watch``) are specs of :mod:`train.specs`, as in ``uno-evaluate``: a registered
 name (``random``, ``rule``, ``search``, ...), a checkpoint (a ``.zip``, a run folder, a shipped agent such as
-``ppo-counting``), or ``module:attribute`` naming a Policy object, class or factory. ``--seed`` replays the
+``search-q-ensemble``), or ``module:attribute`` naming a Policy object, class or factory. ``--seed`` replays the
 same deals; without it a seed is picked and printed. The programs themselves live in :mod:`train.table`.
 """
 

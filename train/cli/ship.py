@@ -1,12 +1,12 @@
 """Turn a finished training run into a shipped agent: ``models/<name>/`` with its model card.
 
-    python -m train.cli.ship runs/ppo-none-20261123-031500 ppo-none
+    python -m train.cli.ship runs/default-20261123-031500 my-agent
 
 copies from the run folder the best model (as ``model.zip``), the resolved config, the evaluation
 history, the run record and the final evaluation, then writes ``README.md``, the model card: what
 the agent is, how it was trained (config, steps, wall time, machine), and its final evaluation
 table with 95% confidence intervals. The shipped folder is then a player spec everywhere
-(``ppo-none`` or ``models/ppo-none``: see :mod:`train.policies`).
+(``my-agent`` or ``models/my-agent``: see :mod:`train.policies`).
 """
 
 from __future__ import annotations

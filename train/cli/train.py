@@ -1,7 +1,7 @@
 """``uno-train`` / ``python -m train``: train MaskablePPO on UNO from a YAML config.
 
     uno-train                                   # configs/default.yaml -> runs/default-<time>/
-    uno-train ppo-counting                      # a shipped config by name (from any folder after pip install)
+    uno-train search-values                     # a shipped config by name (from any folder after pip install)
     uno-train configs/medium.yaml --run-dir runs/medium
     uno-train configs/default.yaml --set seed=3 --set env.belief=counting
     uno-train --resume runs/medium              # continue from the last checkpoint

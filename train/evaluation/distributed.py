@@ -8,7 +8,7 @@ machine (local Ray) or on every machine of a cluster. :func:`train.evaluation.ma
     from train.evaluation.matches import evaluate
 
     with RayExecutor("HEAD_IP:6379") as executor:   # or RayExecutor() for local Ray
-        results = evaluate("ppo-none", ["random", "rule"], pairs=10_000, seed=0,
+        results = evaluate("search-q-none", ["random", "rule"], pairs=10_000, seed=0,
                            workers=executor.cpus, executor=executor)
 
 The deal seeds are fixed by ``seed`` before the games are spread, so the results equal the local pool's

@@ -1,7 +1,7 @@
 """Watch two players play each other in the terminal, one move at a time, at a chosen pace.
 
     uno-play --watch rule search --pace 0.5            # both hands shown
-    uno-play --watch ppo-counting rule --hide-hands --games 3
+    uno-play --watch search-q-ensemble rule --hide-hands --games 3
 
 Each move is a line (who played what, or drew); below it the table: both players' card counts, and their
 hands unless hidden, the top card and the colour in force. ``pace`` is the pause after each move in seconds

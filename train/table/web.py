@@ -1,7 +1,7 @@
 """The browser table: ``uno-play --web`` serves a page on which a person plays against any agent.
 
     uno-play --web                      # http://127.0.0.1:8000/
-    uno-play --web --port 8080 --opponent ppo-counting --save-games games/
+    uno-play --web --port 8080 --opponent search-q-ensemble --save-games games/
 
 The page (``static/``) draws the table as :mod:`uno_env.render`'s picture does (the same colours and layout:
 the other player's card backs on top, deck, pile and colour in force in the middle, your hand below with the
