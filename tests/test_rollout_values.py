@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import get_args, get_type_hints
+
 import numpy as np
 import pytest
 import torch
 from uno_testlib import act, scenario
 
-from train.training.rollout_values import SearchLabels, collect, fit, move_values
+from train.config import PretrainConfig
+from train.training.rollout_values import SEARCH_BELIEFS, SearchLabels, collect, fit, move_values
 from uno_env.game import Game
 from uno_env.observation import BASE_SIZE
 
@@ -127,3 +130,8 @@ def test_aware_search_labels_are_told_the_opponent_and_label_the_same_positions_
 def test_search_labels_name_the_beliefs_they_know():
     with pytest.raises(ValueError, match="search belief must be one of counting, particles, aware, got 'none'"):
         SearchLabels(belief="none")  # type: ignore[arg-type]
+
+
+def test_the_config_offers_exactly_the_search_beliefs_the_labels_know():
+    # train.config must not import torch to parse a file, so it spells the choices again: this keeps them one list.
+    assert get_args(get_type_hints(PretrainConfig)["search_belief"]) == SEARCH_BELIEFS
