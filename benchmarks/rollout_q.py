@@ -58,6 +58,20 @@ class ConservativePlayer:
         return best if values[best] - values[move] > self.margin else move
 
 
+def network_values(checkpoints: list[Path], observations: np.ndarray, legal: np.ndarray) -> np.ndarray:
+    """The checkpoints' mean move values (logits / ``SCALE``) on the legal moves, NaN elsewhere: labels that
+    distil them into one network."""
+    total = np.zeros(legal.shape)
+    for checkpoint in checkpoints:
+        network = PPOPolicy.load(checkpoint).network
+        with torch.inference_mode():
+            for start in range(0, len(observations), 8192):
+                inputs = torch.from_numpy(observations[start:start + 8192, :network.observation_space.shape[0]])
+                features = network.pi_features_extractor(inputs)
+                total[start:start + 8192] += network.action_net(network.mlp_extractor.forward_actor(features)).numpy()
+    return np.where(legal, total / (len(checkpoints) * SCALE), np.nan)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--games", type=int, default=6000, help="labelled games per worker")
@@ -81,6 +95,9 @@ def main() -> None:
                         help="the labelling processes play the games of seeds SEED, SEED+1, ... (one each): label "
                              "files meant to be fitted together need seeds at least --workers apart")
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--relabel-with", type=Path, nargs="+", default=[],
+                        help="replace the labels by these networks' mean values on the same moves (logits / 10): "
+                             "distils an ensemble into one network")
     parser.add_argument("--labels", type=Path, nargs="+",
                         help="the labels file to use or write (default: OUT/labels.npz); several existing files are "
                              "fitted together")
@@ -97,6 +114,8 @@ def main() -> None:
         np.savez_compressed(files[0], **dict(zip(_ARRAYS, arrays, strict=True)))
     parts = [np.load(file) for file in files]
     data = {name: np.concatenate([part[name] for part in parts]) for name in _ARRAYS}
+    if args.relabel_with:
+        data["values"] = network_values(args.relabel_with, data["observations"], np.isfinite(data["values"]))
     label_seconds = time.perf_counter() - started
     observations = data["observations"]
     if args.belief == "none":  # labels recorded with belief features fit a network without them too: a paired ablation
@@ -108,7 +127,8 @@ def main() -> None:
     network = PPOPolicy.load(checkpoint)
     # The labels' settings are this run's only when it labelled; fitted from files, their own runs recorded them.
     labelling = {"base": args.base, "search": None if search is None else vars(search)} if labelled_here else {}
-    report = {**labelling, "label_files": [str(file) for file in files], "net_arch": args.net_arch,
+    report = {**labelling, "label_files": [str(file) for file in files],
+              "relabelled_with": [str(path) for path in args.relabel_with], "net_arch": args.net_arch,
               "base_bonus": args.base_bonus, "epochs": args.epochs, "positions": len(data["values"]),
               "labels": int(np.isfinite(data["values"]).sum()),
               "label_seconds": round(label_seconds, 1),
