@@ -13,7 +13,8 @@ margin above it. With ``--base``, the labels continue each move with that checkp
 (and the positions are its games against ``rule``): the next step of approximate policy iteration.
 OUT/report.json holds the data sizes, the held-out metrics and the evaluations. Labels recorded with belief
 features (``--belief counting``) can be refit without them (``--labels FILE --belief none``): the same labels,
-the base channels only, so the two networks differ by the features alone.
+the base channels only, so the two networks differ by the features alone. ``--relabel-with`` replaces the labels
+by fitted networks' mean values (an ensemble's members), distilling them into one network.
 """
 
 from __future__ import annotations
