@@ -393,10 +393,13 @@ class PPOPolicy:
                 f"{self.name} was trained with {_describe(self.belief, self.observation_size)}, but was given "
                 f"an observation of shape {obs.shape}; seat it through UnoEnv or play_game, which read "
                 f"its needs, or encode views with belief={self.belief!r}")
+        return np.where(view.action_mask.astype(bool), self.logits(obs[None])[0], -np.inf)
+
+    def logits(self, observations: np.ndarray) -> np.ndarray:
+        """The actor's raw logits for a batch of float32 observations (rows of ``observation_size``), no mask."""
         with torch.inference_mode():
-            features = self.network.pi_features_extractor(torch.from_numpy(obs[None]))
-            logits = self.network.action_net(self.network.mlp_extractor.forward_actor(features))[0].numpy()
-        return np.where(view.action_mask.astype(bool), logits, -np.inf)
+            features = self.network.pi_features_extractor(torch.from_numpy(observations))
+            return self.network.action_net(self.network.mlp_extractor.forward_actor(features)).numpy()
 
     def act(self, view: PublicView) -> int:
         """The chosen legal action id."""
