@@ -12,8 +12,9 @@ budget (a number of simulations, milliseconds, or both: whichever ends first) is
    when its parent was visited) replaces the parent's visit count, since the legal actions depend on
    the world; **expands** one untried action (the rollout policy's own move first);
 4. **rolls out** to the end of the game with the rollout policy (``"rule"``, ``"random"`` or any
-   Policy), and backs up the result (win 1, draw 1/2, loss 0) from the side of the seat that moved.
-   With one tree level and a built-in rollout policy, the simulations run compiled
+   Policy; the opponent's seat may have one of its own), and backs up the result (win 1, draw 1/2, loss 0)
+   from the side of the seat that moved. With one tree level and built-in rollout policies (or a network
+   compiled for the searching seat: :mod:`agents.actor_kernels`), the simulations run compiled
    (:mod:`agents.search_kernels`: root selection, :func:`uno_env.core.simulate` and the backup, a batch of
    worlds per call; the same rules and the same rule player as in Python); each world seeds its random stream,
    as it seeds the Python rollouts'.
@@ -128,8 +129,13 @@ class SearchPolicy:
         belief: ``"counting"`` or ``"particles"``: the :mod:`uno_env.belief` tracker determinizations are
             drawn from.
         n_particles: particle count of the ``"particles"`` tracker.
-        rollout: policy finishing each simulated game: ``"random"`` (fast path), ``"rule"``, or any
-            Policy object (it then plays both seats and receives views built from the simulated game).
+        rollout: policy finishing each simulated game: ``"random"``, ``"rule"`` (both compiled), any Policy
+            object (it then receives views built from the simulated game), or the ``params`` of a network's
+            actor (:func:`agents.compiled_actor.actor_params`), which plays the searching seat's rollouts
+            compiled, in the one-level search only.
+        opponent_rollout: the opponent seat's rollout policy (``"random"``, ``"rule"`` or a Policy); ``None``:
+            ``rollout``'s, which must then be a policy. Policy iteration from scratch searches with its own
+            player on its seat and the opponent it trains against on the other.
         exploration: the UCB1 constant ``c`` in ``mean + c * sqrt(ln(available) / visits)``; rewards are in [0, 1].
         tree_depth: tree levels before rollouts take over (1: root actions only; ``None``: unlimited).
         keep_default_z: with a Policy for rollouts, play the search's choice only if it beats that policy's
@@ -151,7 +157,8 @@ class SearchPolicy:
         time_ms: float | None = None,
         belief: BeliefKind = "particles",
         n_particles: int = 500,
-        rollout: str | Policy = "rule",
+        rollout: str | Policy | tuple = "rule",
+        opponent_rollout: str | Policy | None = None,
         exploration: float = 0.7,
         tree_depth: int | None = 1,
         keep_default_z: float | None = 1.0,
@@ -170,15 +177,23 @@ class SearchPolicy:
         self.time_ms = time_ms
         self.belief = belief
         self.n_particles = n_particles
-        self.rollout_policy = None if rollout == "random" else make_policy(rollout)
+        self.tree_depth = math.inf if tree_depth is None else tree_depth
+        self._actor = rollout if isinstance(rollout, tuple) else None
+        if self._actor is not None and opponent_rollout is None:
+            raise ValueError("a network's actor rolls out the searching seat only: set opponent_rollout too")
+        self.rollout_policy = None if rollout == "random" or self._actor is not None else make_policy(rollout)
+        self.opponent_rollout_policy = self.rollout_policy if opponent_rollout is None else (
+            None if opponent_rollout == "random" else make_policy(opponent_rollout))
         # The built-in rollout policies also exist as kernels (uno_env.core), which one-level searches use
         # unless a subclass replaces the Python simulation (as the tests' recording players do).
         stock = type(self)._simulate is SearchPolicy._simulate and type(self)._rollout is SearchPolicy._rollout
-        self._compiled_rollout = None if not stock else (
-            RANDOM_POLICY if self.rollout_policy is None
-            else RULE_POLICY if type(self.rollout_policy) is RulePolicy else None)
+        codes = (RANDOM_POLICY if self._actor is not None else _kernel_code(self.rollout_policy),
+                 _kernel_code(self.opponent_rollout_policy))
+        self._compiled_rollout = codes if stock and self.tree_depth <= 1 and None not in codes else None
+        if self._actor is not None and self._compiled_rollout is None:
+            raise ValueError("a network's actor rolls out only in the compiled one-level search: tree_depth 1 and "
+                             "a built-in opponent_rollout ('random' or 'rule')")
         self.exploration = exploration
-        self.tree_depth = math.inf if tree_depth is None else tree_depth
         self.keep_default_z = keep_default_z
         self.opponent_policy = opponent_policy
         self.clock = clock
@@ -197,8 +212,11 @@ class SearchPolicy:
         self._rng = np.random.default_rng(search_seed)
         self._uniform = _Uniforms(self._rng)
         self._tracker = None
-        if self.rollout_policy is not None:
-            self.rollout_policy.reset(int(self._rng.integers(2**62)))
+        policies = [policy for policy in (self.rollout_policy, self.opponent_rollout_policy) if policy is not None]
+        if policies:  # one seed for both seats' policies: the search's stream is the same whatever they are
+            seed = int(self._rng.integers(2**62))
+            for policy in policies:
+                policy.reset(seed)
 
     def observe_start(self, view: PublicView) -> None:
         """Start the belief from this seat's view right after the deal (the optional Policy hook)."""
@@ -271,11 +289,11 @@ class SearchPolicy:
         Common random numbers: the k-th simulation of every root action runs in the same world k, so root actions
         are compared on the same hidden hands, deck orders and rollout draws.
         """
-        if self._compiled_rollout is not None and self.tree_depth <= 1:
+        if self._compiled_rollout is not None:
             # No tree below the root: the simulations run compiled, as many per call as there are worlds drawn.
             while done < stop:
                 done = run_root(worlds.states, worlds.seeds, root.actions, root.order, root.visits, root.totals,
-                                root.rewards, done, stop, self.exploration, self._compiled_rollout,
+                                root.rewards, done, stop, self.exploration, *self._compiled_rollout, self._actor,
                                 _MAX_ROLLOUT_ACTIONS)
                 if done < stop:  # the next simulation needs a world not drawn yet
                     worlds.extend()
@@ -336,19 +354,21 @@ class SearchPolicy:
         Expanding the rollout policy's move first keeps the simulated play in a young node as good as the
         rollouts, instead of a random move for each seat until every action has been tried once.
         """
-        if self.rollout_policy is not None:
-            action = self.rollout_policy.act(rollout_view(game, legal))
+        policy = self.rollout_policy if game.current == _ME else self.opponent_rollout_policy
+        if policy is not None:
+            action = policy.act(rollout_view(game, legal))
             if action in untried:
                 return action
         return untried[int(uniform() * len(untried))]
 
     def _rollout(self, game: Game, uniform: _Uniforms) -> None:
-        """Play the simulated game on to its end (or the action cap) with the rollout policy."""
-        policy = self.rollout_policy
+        """Play the simulated game on to its end (or the action cap) with each seat's rollout policy."""
+        policies = (self.rollout_policy, self.opponent_rollout_policy)  # by seat: _ME, _OPPONENT
         for _ in range(_MAX_ROLLOUT_ACTIONS):
             if game.outcome is not None:
                 return
             legal = game.legal_actions()
+            policy = policies[game.current]
             if len(legal) == 1:
                 game.step(legal[0])
             elif policy is None:
@@ -461,6 +481,13 @@ class _Worlds:
         deal_worlds(self.base, self.unseen, hands, self.opponent_hand_size, sampled, self.stream,
                     self._states[self.count:end], self._seeds[self.count:end])
         self.count = end
+
+
+def _kernel_code(policy: Policy | None) -> int | None:
+    """The kernels' code of a rollout policy (``None``: random), or ``None`` if it has none."""
+    if policy is None:
+        return RANDOM_POLICY
+    return RULE_POLICY if type(policy) is RulePolicy else None
 
 
 def _grown(array: np.ndarray, size: int, axis: int = 0) -> np.ndarray:

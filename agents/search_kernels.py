@@ -4,7 +4,8 @@
   definition of the root's choice: the compiled loop below calls it, and so does the Python simulation path of
   :class:`~agents.search.SearchPolicy` (deeper trees, Policy rollouts), once per simulation.
 * :func:`run_root`: many simulations in one call, each a root choice, a compiled :func:`uno_env.core.simulate` in
-  its world and the backup into the root's statistics. Python between simulations (a UCB pass, a kernel call per
+  its world (or :func:`agents.actor_kernels.actor_simulate`, when a network plays the searching seat's rollouts)
+  and the backup into the root's statistics. Python between simulations (a UCB pass, a kernel call per
   world and the bookkeeping) cost more than the simulation itself once the rollouts were compiled.
 * :func:`deal_worlds`: a batch of determinizations as packed states with their seeds: the opponent hands given
   (from a belief's sampler) or drawn here as uniformly random subsets of the unseen cards (card counting's
@@ -24,6 +25,7 @@ import math
 import numpy as np
 from numba import njit
 
+from agents.actor_kernels import actor_simulate
 from uno_env.cards import NUM_CARD_TYPES
 from uno_env.core import DECK, DECK_LEN, HAND_SIZES, HANDS, next_u64, shuffle, simulate
 
@@ -62,14 +64,15 @@ def reward_of(outcome: int) -> float:
 @njit(cache=True)
 def run_root(states: np.ndarray, seeds: np.ndarray, actions: np.ndarray, order: np.ndarray, visits: np.ndarray,
              totals: np.ndarray, rewards: np.ndarray, done: int, stop: int, exploration: float, policy: int,
-             max_actions: int) -> int:
+             opponent_policy: int, actor: tuple | None, max_actions: int) -> int:
     """Run simulations number ``done`` to ``stop - 1``, each in one call of :func:`uno_env.core.simulate`.
 
     World ``k`` is ``states[k]`` with the random stream seeded ``seeds[k]``; the action of root index ``i`` is
-    ``actions[i]``; both seats roll out with the built-in ``policy``. Updates ``visits``, ``totals`` and ``rewards``
-    in place and returns the count of simulations done, which is less than ``stop`` when the next one needs a
-    world beyond ``states``: the caller draws more worlds and calls again, so the simulations are the same as in
-    one call.
+    ``actions[i]``; the searching seat rolls out with the built-in ``policy``, or with the network ``actor``
+    (:func:`agents.compiled_actor.actor_params`) unless it is ``None``, the opponent with ``opponent_policy``.
+    Updates ``visits``, ``totals`` and ``rewards`` in place and returns the count of simulations done, which is less
+    than ``stop`` when the next one needs a world beyond ``states``: the caller draws more worlds and calls again,
+    so the simulations are the same as in one call.
     """
     n_worlds = len(states)
     while done < stop:
@@ -77,7 +80,12 @@ def run_root(states: np.ndarray, seeds: np.ndarray, actions: np.ndarray, order: 
         k = visits[i]
         if k == n_worlds:
             break
-        reward = reward_of(simulate(states[k], actions[i], policy, policy, seeds[k], max_actions))
+        # numba compiles the branch of the actor's type only: None keeps the built-in playouts
+        if actor is None:
+            outcome = simulate(states[k], actions[i], policy, opponent_policy, seeds[k], max_actions)
+        else:
+            outcome = actor_simulate(states[k], actions[i], _ME, opponent_policy, actor, seeds[k], max_actions)
+        reward = reward_of(outcome)
         rewards[i, k] = reward
         visits[i] += 1
         totals[i] += reward

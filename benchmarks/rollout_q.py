@@ -30,7 +30,14 @@ import torch
 
 from agents.ppo import PPOPolicy, save_model
 from train.evaluation.matches import evaluate, format_table
-from train.training.rollout_values import SCALE, SEARCH_BELIEFS, SearchLabels, collect_in_processes, fit
+from train.training.rollout_values import (
+    ACTIVATIONS,
+    SCALE,
+    SEARCH_BELIEFS,
+    SearchLabels,
+    collect_in_processes,
+    fit,
+)
 from uno_env.observation import BASE_SIZE
 from uno_env.opponents import RulePolicy
 from uno_env.view import PublicView
@@ -79,6 +86,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--epochs", type=int, default=15)
     parser.add_argument("--net-arch", type=int, nargs="+", default=[256, 256], help="the network's hidden layers")
+    parser.add_argument("--activation", choices=ACTIVATIONS, default="tanh",
+                        help="the hidden layers' (relu: cheaper as the base of the next round's playouts)")
     parser.add_argument("--margins", type=float, nargs="*", default=[0.1, 0.2])
     parser.add_argument("--base", default="rule", help="player to improve on: rule, random or a checkpoint path "
                                                           "(belief none)")
@@ -119,7 +128,7 @@ def main() -> None:
     if args.belief == "none":  # labels recorded with belief features fit a network without them too: a paired ablation
         observations = observations[:, :BASE_SIZE]
     model, metrics = fit(observations, data["values"], data["base_moves"], args.epochs,
-                         args.seed, args.base_bonus, args.belief, args.net_arch)
+                         args.seed, args.base_bonus, args.belief, args.net_arch, args.activation)
     checkpoint = save_model(model, args.out / "q-network.zip", {"belief": args.belief, "config": "rollout-q",
                                                                         "steps": 0})
     network = PPOPolicy.load(checkpoint)
@@ -127,6 +136,7 @@ def main() -> None:
     labelling = {"base": args.base, "search": None if search is None else vars(search)} if labelled_here else {}
     report = {**labelling, "label_files": [str(file) for file in files],
               "relabelled_with": [str(path) for path in args.relabel_with], "net_arch": args.net_arch,
+              "activation": args.activation,
               "base_bonus": args.base_bonus, "epochs": args.epochs, "positions": len(data["values"]),
               "labels": int(np.isfinite(data["values"]).sum()),
               "label_seconds": round(label_seconds, 1),

@@ -8,7 +8,8 @@ import torch
 from sb3_contrib import MaskablePPO
 from uno_testlib import capped
 
-from agents.compiled_actor import actor_choice, actor_params, actor_simulate
+from agents.actor_kernels import actor_choice, actor_simulate
+from agents.compiled_actor import actor_params
 from agents.ppo import PPOPolicy, save_model
 from train.training.rollout_values import collect
 from uno_env import UnoEnv, core

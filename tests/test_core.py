@@ -204,7 +204,7 @@ def search_decision(seed: int) -> tuple[int, dict[int, tuple[int, float]]]:
     game = Game.from_scenario(scenario(["red:5", "blue:5", "green:7", "yellow:9", "wild"],
                                        ["yellow:3", "yellow:4", "red:8"], ["green:5"]), np.random.default_rng(0))
     player = SearchPolicy(simulations=300, belief="counting", keep_default_z=None)
-    assert player._compiled_rollout == core.RULE_POLICY
+    assert player._compiled_rollout == (core.RULE_POLICY, core.RULE_POLICY)
     player.reset(seed)
     player.observe_start(game.observe(0, consume_events=False))
     return player.act(game.observe(0)), player.last_root

@@ -10,7 +10,7 @@ import torch
 from uno_testlib import act, scenario
 
 from train.config import PretrainConfig
-from train.training.rollout_values import SEARCH_BELIEFS, SearchLabels, collect, fit, move_values
+from train.training.rollout_values import SEARCH_BELIEFS, BasePlayer, SearchLabels, collect, fit, move_values
 from uno_env.game import Game
 from uno_env.observation import BASE_SIZE
 
@@ -115,7 +115,7 @@ def test_search_labels_value_the_same_positions_and_agree_with_playouts_from_the
 
 def test_aware_search_labels_are_told_the_opponent_and_label_the_same_positions_differently():
     plain, aware = SearchLabels(simulations=400, belief="particles"), SearchLabels(simulations=400, belief="aware")
-    assert aware.player().opponent_policy is not None and plain.player().opponent_policy is None
+    assert aware.player(BasePlayer()).opponent_policy is not None and plain.player(BasePlayer()).opponent_policy is None
     observations, values, moves = collect(games=6, seed=8, deck_orders=1, belief="none", search=plain)
     aware_observations, aware_values, aware_moves = collect(games=6, seed=8, deck_orders=1, belief="none",
                                                             search=aware)

@@ -8,6 +8,7 @@ from uno_testlib import act, capped, scenario
 
 from agents.search import OracleSearchPolicy, SearchPolicy, play_oracle_game
 from uno_env import UnoEnv
+from uno_env.core import RANDOM_POLICY, RULE_POLICY
 from uno_env.game import Game
 from uno_env.match import play_game
 from uno_env.opponents import RandomPolicy, RulePolicy
@@ -187,3 +188,25 @@ def test_registered_as_search_and_the_oracle_is_not_an_opponent():
 def test_rejects_bad_settings(kwargs):
     with pytest.raises(ValueError):
         SearchPolicy(**kwargs)
+
+
+def _mean_root_value(rollout: RulePolicy | RandomPolicy, opponent_rollout: RulePolicy | RandomPolicy) -> float:
+    player = SearchPolicy(simulations=200, belief="counting", rollout=rollout, opponent_rollout=opponent_rollout,
+                          keep_default_z=None)
+    player.reset(0)
+    start, view = _choice_position()
+    player.observe_start(start)
+    player.act(view)
+    return sum(total for _, total in player.last_root.values()) / 200
+
+
+def test_each_seat_rolls_out_with_its_own_policy():
+    # Policy objects roll out in Python. The seat that plays rule against random wins most rollouts, so the
+    # searching seat's values show which of the two policies played its seat.
+    assert _mean_root_value(RulePolicy(), RandomPolicy()) > _mean_root_value(RandomPolicy(), RulePolicy()) + 0.15
+
+
+def test_built_in_rollouts_per_seat_run_compiled():
+    assert SearchPolicy(rollout="random", opponent_rollout="rule")._compiled_rollout == (RANDOM_POLICY, RULE_POLICY)
+    assert SearchPolicy(rollout="rule", opponent_rollout="random")._compiled_rollout == (RULE_POLICY, RANDOM_POLICY)
+    assert SearchPolicy(rollout="rule", tree_depth=2)._compiled_rollout is None

@@ -11,14 +11,18 @@ from typing import Any
 
 import numpy as np
 import pytest
+from sb3_contrib import MaskablePPO
 from uno_testlib import act, counts_of, deck_names, minus, scenario
 
+from agents.actor_kernels import actor_simulate
+from agents.compiled_actor import actor_params
+from agents.ppo import PPOPolicy
 from agents.search import OracleSearchPolicy, SearchPolicy, _Root, _Worlds
 from agents.search_kernels import reward_of, run_root
-from uno_env import core
+from uno_env import UnoEnv, core
 from uno_env.cards import COPIES
 from uno_env.game import Game
-from uno_env.opponents import RulePolicy
+from uno_env.opponents import RandomPolicy, RulePolicy
 from uno_env.view import PublicView
 
 
@@ -69,10 +73,24 @@ def test_kth_simulation_of_every_root_action_sees_the_same_world(belief):
         assert worlds[:n] == sequences[0][:n]
 
 
-@pytest.mark.parametrize("policy", [core.RANDOM_POLICY, core.RULE_POLICY])
-def test_the_compiled_root_loop_runs_the_kth_simulation_of_every_action_in_world_k(policy):
-    # The one-level search with a built-in rollout policy never reaches _simulate: its simulations run in
-    # run_root. Each recorded reward must be that of the action's own compiled simulation in world k.
+def _tiny_actor() -> tuple:
+    model = MaskablePPO("MlpPolicy", UnoEnv(), seed=5, device="cpu", policy_kwargs={"net_arch": [16]})
+    return actor_params(PPOPolicy(model.policy))
+
+
+# (the searching seat's built-in policy, the opponent's, whether a network plays the searching seat instead)
+ROLLOUTS = {"random": (core.RANDOM_POLICY, core.RANDOM_POLICY, False),
+            "rule": (core.RULE_POLICY, core.RULE_POLICY, False),
+            "random-vs-rule": (core.RANDOM_POLICY, core.RULE_POLICY, False),
+            "network-vs-rule": (core.RANDOM_POLICY, core.RULE_POLICY, True)}
+
+
+@pytest.mark.parametrize("rollouts", ROLLOUTS)
+def test_the_compiled_root_loop_runs_the_kth_simulation_of_every_action_in_world_k(rollouts):
+    # The one-level search with compiled rollouts never reaches _simulate: its simulations run in run_root. Each
+    # recorded reward must be that of the action's own compiled simulation in world k, each seat with its policy.
+    policy, opponent_policy, network = ROLLOUTS[rollouts]
+    actor = _tiny_actor() if network else None
     _, start, view = choice_position(["yellow:3", "yellow:4", "red:8", "blue:2"])
     player = SearchPolicy(simulations=8, belief="counting")
     player.reset(1)
@@ -80,20 +98,28 @@ def test_the_compiled_root_loop_runs_the_kth_simulation_of_every_action_in_world
     worlds = _Worlds(player, view)
     worlds.extend()
     root = _Root(view.legal_actions, np.array([2, 0, 1]))
-    done = run_root(worlds.states, worlds.seeds, root.actions, root.order, root.visits, root.totals, root.rewards,
-                    0, 150, 0.7, policy, 3000)
+    done = 0
     while done < 150:  # a run stops early when an action needs a world not drawn yet
+        done = run_root(worlds.states, worlds.seeds, root.actions, root.order, root.visits, root.totals,
+                        root.rewards, done, 150, 0.7, policy, opponent_policy, actor, 3000)
         worlds.extend()
         root.fit(len(worlds))
-        done = run_root(worlds.states, worlds.seeds, root.actions, root.order, root.visits, root.totals,
-                        root.rewards, done, 150, 0.7, policy, 3000)
     assert root.visits.sum() == 150 and (root.visits >= 5).all()
     for i, action in enumerate(view.legal_actions):
-        expected = [reward_of(core.simulate(worlds.states[k], action, policy, policy, worlds.seeds[k], 3000))
+        expected = [reward_of(actor_simulate(worlds.states[k], action, 0, opponent_policy, actor, worlds.seeds[k],
+                                             3000) if network else
+                              core.simulate(worlds.states[k], action, policy, opponent_policy, worlds.seeds[k], 3000))
                     for k in range(root.visits[i])]
         assert root.rewards_of(i).tolist() == expected
         assert root.totals[i] == sum(expected)
     assert len({tuple(root.rewards_of(i)[:5]) for i in range(3)}) > 1  # the actions' results differ
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"opponent_rollout": "rule", "tree_depth": 2},
+                                    {"opponent_rollout": RandomPolicy()}])
+def test_a_network_rolls_out_only_the_searching_seat_and_only_compiled(kwargs):
+    with pytest.raises(ValueError, match="actor"):
+        SearchPolicy(rollout=_tiny_actor(), **kwargs)
 
 
 def test_the_oracle_determinizes_with_the_true_hand_and_the_rest_as_the_deck():

@@ -59,7 +59,7 @@ class CompiledOpponent:
 
     ``chooser`` is a numba-compiled function ``(state, legal, n, params) -> action`` choosing one of
     ``legal[:n]`` for the seat to move; ``name`` labels its games (``info["opponent"]``). A checkpoint's actor
-    is one: :func:`agents.compiled_actor.compiled_opponent` (:func:`~agents.compiled_actor.actor_choice`).
+    is one: :func:`agents.compiled_actor.compiled_opponent` (:func:`~agents.actor_kernels.actor_choice`).
     """
 
     name: str

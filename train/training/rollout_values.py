@@ -35,7 +35,8 @@ import numpy as np
 import torch
 from sb3_contrib import MaskablePPO
 
-from agents.compiled_actor import actor_choice, actor_params, actor_simulate
+from agents.actor_kernels import actor_choice, actor_simulate
+from agents.compiled_actor import actor_params
 from agents.ppo import PPOPolicy
 from agents.search import SearchPolicy
 from train.evaluation.matches import make_executor
@@ -66,6 +67,8 @@ SCALE = 10.0
 _MAX_ROLLOUT_ACTIONS = 5_000
 #: The base players built into the kernels, by name; any other base is a checkpoint's path.
 BUILT_IN_BASES = {"rule": RULE_POLICY, "random": RANDOM_POLICY}
+#: The networks' hidden activations, by name (relu is the cheaper one inside compiled playouts).
+ACTIVATIONS = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}
 
 
 class BasePlayer:
@@ -76,7 +79,8 @@ class BasePlayer:
     """
 
     def __init__(self, base: str | Path = "rule") -> None:
-        self.policy = BUILT_IN_BASES.get(str(base))
+        self.name = str(base)
+        self.policy = BUILT_IN_BASES.get(self.name)
         self.params = None if self.policy is not None else actor_params(PPOPolicy.load(base))
 
     def move(self, state: np.ndarray, legal: np.ndarray, n: int, stream: np.ndarray) -> int:
@@ -117,11 +121,14 @@ def move_values(game: Game, deck_orders: int, rng: np.random.Generator, base: Ba
 class SearchLabels:
     """Label moves by the search player's root values instead of playouts from the true position.
 
-    At each decision the search (:class:`~agents.search.SearchPolicy`, one tree level, ``rule`` rollouts) runs
-    ``simulations`` simulations over worlds drawn from its own ``belief`` about the hidden hand, which has followed
-    every view of the seat; a move's label is its mean simulated outcome on the +-1 scale. The values average over
-    hundreds of hidden hands where :func:`move_values` sees one (the true one), so they are far less noisy, at the
-    price of the belief's approximation.
+    At each decision the search (:class:`~agents.search.SearchPolicy`, one tree level) runs ``simulations``
+    simulations over worlds drawn from its own ``belief`` about the hidden hand, which has followed every view of
+    the seat; a move's label is its mean simulated outcome on the +-1 scale. Its rollouts continue each move as
+    :func:`move_values` does: the base player on the seat (the compiled network of a checkpoint, when the base is
+    one) and ``rule`` on the other. With ``rule`` as the base that is the search player itself; with ``random``
+    and then the rounds' networks it is policy iteration from scratch with the search as the improvement step. The
+    values average over hundreds of hidden hands where :func:`move_values` sees one (the true one), so they are far
+    less noisy, at the price of the belief's approximation.
 
     ``belief`` is ``counting``, ``particles`` or ``aware``: the particle filter told that the opponent plays
     ``rule`` (the policy-aware likelihood, docs/BELIEF.md), which is true of every labelled game, since the base
@@ -144,10 +151,11 @@ class SearchLabels:
         if self.belief not in SEARCH_BELIEFS:
             raise ValueError(f"search belief must be one of {', '.join(SEARCH_BELIEFS)}, got {self.belief!r}")
 
-    def player(self) -> SearchPolicy:
-        """A fresh search player with these settings."""
+    def player(self, base: BasePlayer) -> SearchPolicy:
+        """A fresh search player with these settings, whose rollouts continue with ``base`` on its own seat."""
         aware = self.belief == "aware"
         return SearchPolicy(simulations=self.simulations, belief="particles" if aware else self.belief,
+                            rollout=base.name if base.params is None else base.params, opponent_rollout="rule",
                             exploration=self.exploration, opponent_policy=RulePolicy() if aware else None)
 
 
@@ -160,7 +168,7 @@ class _Labeller:
         self.needs = Needs(belief)  # the observations recorded carry these belief features
         self.deck_orders = deck_orders
         self.base = BasePlayer(base)
-        self.search = None if search is None else search.player()
+        self.search = None if search is None else search.player(self.base)
         self.game: Game | None = None
         self.rng = np.random.default_rng()
         self.stream = seed_stream(0)  # the random base player's draws in real play
@@ -277,9 +285,9 @@ def fit_values(policy: Any, observations: np.ndarray, values: np.ndarray, base_m
 
 def fit(observations: np.ndarray, values: np.ndarray, base_moves: np.ndarray, epochs: int, seed: int,
         base_bonus: float = 0.0, belief: BeliefKind = "none",
-        net_arch: Sequence[int] = (256, 256)) -> tuple[MaskablePPO, dict]:
-    """A new MaskablePPO network (``net_arch`` tanh layers, ``belief`` features) fitted by :func:`fit_values`; its
-    metrics."""
+        net_arch: Sequence[int] = (256, 256), activation: str = "tanh") -> tuple[MaskablePPO, dict]:
+    """A new MaskablePPO network (``net_arch`` layers of ``activation``, tanh or relu; ``belief`` features) fitted by
+    :func:`fit_values`; its metrics."""
     model = MaskablePPO("MlpPolicy", UnoEnv(belief=belief), seed=seed, device="cpu",
-                        policy_kwargs={"net_arch": list(net_arch), "activation_fn": torch.nn.Tanh})
+                        policy_kwargs={"net_arch": list(net_arch), "activation_fn": ACTIVATIONS[activation]})
     return model, fit_values(model.policy, observations, values, base_moves, epochs, seed, base_bonus)
