@@ -187,6 +187,8 @@ def test_bad_literal_names_every_choice():
     ({"eval": {"opponents": []}}, "eval.opponents", "[]", "at least one"),
     ({"policy": {"net_arch": []}}, "policy.net_arch", "[]", "non-empty"),
     ({"policy": {"net_arch": [64, 0]}}, "policy.net_arch", "[64, 0]", "positive"),
+    ({"pretrain": {"round_net_arch": []}}, "pretrain.round_net_arch", "[]", "non-empty"),
+    ({"pretrain": {"round_net_arch": [0]}}, "pretrain.round_net_arch", "[0]", "positive"),
 ])
 def test_out_of_range(changes: dict[str, Any], key: str, value: str, rule: str):
     assert_names(error_of(with_(**changes)), key, value, rule)
@@ -264,6 +266,8 @@ _ROLLOUT = {"teacher": "rule", "labels": "rollout-values"}
      ["pretrain.search_simulations", "0"]),
     ({"pretrain": {**_ROLLOUT, "labels": "search-values", "search_belief": "none"}},
      ["pretrain.search_belief", "'none'", "'particles'"]),
+    ({"pretrain": {"teacher": "rule", "labels": "moves", "round_net_arch": [64]}},
+     ["pretrain.round_net_arch", "labels: moves"]),
 ])
 def test_rollout_value_labels_refuse_what_they_cannot_compile(changes: dict[str, Any], parts: list[str]):
     assert_names(error_of(with_(**changes)), *parts)
@@ -279,6 +283,9 @@ def test_rollout_value_labels_accept_rule_and_a_belief_none_checkpoint_with_seve
     config = parse_config(with_(pretrain={**_ROLLOUT, "teacher": "search-q-none", "rounds": 3}))
     assert config.pretrain.labels == "rollout-values" and config.pretrain.deck_orders == 4
     assert parse_config(with_(pretrain=_ROLLOUT, env={"belief": "counting"})).pretrain.rounds == 1
+    # the rounds' own networks are featureless, so the run's network may have features
+    assert parse_config(with_(pretrain={**_ROLLOUT, "rounds": 2, "round_net_arch": [64, 64]},
+                              env={"belief": "counting"})).pretrain.round_net_arch == [64, 64]
 
 
 # ------------------------------------------------------------------------------------ files and overrides

@@ -18,6 +18,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 import yaml
 from sb3_contrib import MaskablePPO
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -272,6 +273,23 @@ def test_improve_asks_the_labels_the_config_names(labels: str, tmp_path: Path, m
     improve(model, config, seed=0, workdir=tmp_path)
     expected = rollout_values.SearchLabels(30, "particles") if labels == "search-values" else None
     assert asked == [expected]
+
+
+def test_search_rounds_from_scratch_fit_small_relu_networks_before_the_runs_own(tmp_path: Path):
+    # From random: round 1's search rolls out random on its seat, round 2's the compiled round-1 network, which is
+    # a featureless ReLU network of round_net_arch; the last round fits the run's network (here with features).
+    config = parse_config(tiny(total_timesteps=0, env={"belief": "counting"}, policy={"net_arch": [16]},
+                               pretrain={"teacher": "random", "labels": "search-values", "games": 4, "rounds": 2,
+                                         "round_net_arch": [8, 8], "search_simulations": 30, "epochs": 1,
+                                         "batch_size": 64}))
+    model = MaskablePPO("MlpPolicy", UnoEnv(belief="counting"), device="cpu", policy_kwargs={"net_arch": [16]})
+    before = [p.detach().clone() for p in model.policy.parameters()]
+    metrics = improve(model, config, seed=0, workdir=tmp_path)
+    assert "round_1/gain" in metrics and "round_2/gain" in metrics
+    network = PPOPolicy.load(tmp_path / "round_1.zip")
+    assert network.belief == "none" and network.network.net_arch == {"pi": [8, 8], "vf": [8, 8]}
+    assert isinstance(network.network.activation_fn(), torch.nn.ReLU)
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.policy.parameters(), strict=True))
 
 
 def test_pretrain_data(tmp_path: Path):

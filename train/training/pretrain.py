@@ -48,7 +48,7 @@ from train.training.opponent_mix import OpponentMix, opponent_belief
 from uno_env.belief import BeliefKind
 from uno_env.game import Game
 from uno_env.match import play_game
-from uno_env.observation import encode_privileged
+from uno_env.observation import BASE_SIZE, encode_privileged
 from uno_env.policy import Needs, Policy
 from uno_env.view import PublicView
 
@@ -177,15 +177,23 @@ def improve(model: Any, config: TrainConfig, seed: int, workdir: Path) -> dict[s
         seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence([seed, round_]).spawn(workers)]
         observations, values, moves = rollout_values.collect_in_processes(shares, seeds, settings.deck_orders,
                                                                           config.env.belief, base, search)
-        metrics = rollout_values.fit_values(model.policy, observations, values, moves, settings.epochs,
-                                            seed + round_, settings.base_bonus, settings.learning_rate,
-                                            settings.batch_size)
+        own_network = round_ < settings.rounds and settings.round_net_arch is not None
+        if own_network:  # a small featureless network, the next round's base (config.PretrainConfig)
+            student, metrics = rollout_values.fit(observations[:, :BASE_SIZE], values, moves, settings.epochs,
+                                                  seed + round_, settings.base_bonus, "none",
+                                                  settings.round_net_arch, "relu", settings.learning_rate,
+                                                  settings.batch_size)
+        else:
+            student = model
+            metrics = rollout_values.fit_values(model.policy, observations, values, moves, settings.epochs,
+                                                seed + round_, settings.base_bonus, settings.learning_rate,
+                                                settings.batch_size)
         gains[f"round_{round_}/gain"] = (metrics["held_out_value_of_network_move"]
                                          - metrics["held_out_value_of_base_move"])
         if round_ < settings.rounds:
             workdir.mkdir(parents=True, exist_ok=True)
-            base = str(save_model(model, workdir / f"round_{round_}.zip",
-                                  {"belief": config.env.belief, "config": config.name, "steps": 0}))
+            base = str(save_model(student, workdir / f"round_{round_}.zip", {
+                "belief": "none" if own_network else config.env.belief, "config": config.name, "steps": 0}))
     return {**metrics, **gains, "examples": len(moves)}
 
 

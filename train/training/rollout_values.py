@@ -285,9 +285,11 @@ def fit_values(policy: Any, observations: np.ndarray, values: np.ndarray, base_m
 
 def fit(observations: np.ndarray, values: np.ndarray, base_moves: np.ndarray, epochs: int, seed: int,
         base_bonus: float = 0.0, belief: BeliefKind = "none",
-        net_arch: Sequence[int] = (256, 256), activation: str = "tanh") -> tuple[MaskablePPO, dict]:
+        net_arch: Sequence[int] = (256, 256), activation: str = "tanh", learning_rate: float = 1e-3,
+        batch_size: int = 512) -> tuple[MaskablePPO, dict]:
     """A new MaskablePPO network (``net_arch`` layers of ``activation``, tanh or relu; ``belief`` features) fitted by
     :func:`fit_values`; its metrics."""
     model = MaskablePPO("MlpPolicy", UnoEnv(belief=belief), seed=seed, device="cpu",
                         policy_kwargs={"net_arch": list(net_arch), "activation_fn": ACTIVATIONS[activation]})
-    return model, fit_values(model.policy, observations, values, base_moves, epochs, seed, base_bonus)
+    return model, fit_values(model.policy, observations, values, base_moves, epochs, seed, base_bonus, learning_rate,
+                             batch_size)
