@@ -108,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rollout", default="rule")
+    parser.add_argument("--opponent-rollout", help="the opponent seat's rollout policy (default: --rollout's)")
     parser.add_argument("--tree-depth", type=int, default=1, help="0: unlimited")
     parser.add_argument("--n-particles", type=int, default=500)
     parser.add_argument("--reference", choices=PLAYERS, help="print every player's paired difference from this one")
@@ -116,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.reference is not None and args.reference not in args.players:
         parser.error(f"--reference {args.reference} is not one of --players {' '.join(args.players)}")
 
-    search_args = {"rollout": args.rollout, "tree_depth": args.tree_depth or None, "n_particles": args.n_particles}
+    search_args = {"rollout": args.rollout, "opponent_rollout": args.opponent_rollout,
+                   "tree_depth": args.tree_depth or None, "n_particles": args.n_particles}
     seeds, firsts = deal_seeds(args.seed, args.pairs)
     cells = [(player, opponent, budget) for opponent in args.opponents for budget in args.budgets
              for player in args.players]
