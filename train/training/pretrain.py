@@ -10,7 +10,8 @@ function, so PPO starts improving on the teacher instead of rediscovering it.
 (:func:`improve`), each round is a step of rollout policy improvement (:mod:`train.training.rollout_values`):
 the student learns the value of every move by playouts from the true position, which makes it *better* than
 its base player, the teacher in round 1 and the previous student after. ``search-values`` is the same with
-the search player's root values as labels (averaged over its belief's hidden hands). With ``moves`` (:func:`imitate`),
+the search player's root values as labels (averaged over its belief's hidden hands; its rollouts play the base
+player on the student's seat, so from ``random`` no knowledge of play enters). With ``moves`` (:func:`imitate`),
 the rounds are behaviour cloning and DAgger (Ross et al. 2011):
 
 1. round 1 plays the teacher's own moves and fits the student to them (behaviour cloning);
@@ -160,7 +161,9 @@ def improve(model: Any, config: TrainConfig, seed: int, workdir: Path) -> dict[s
     """Rounds of rollout policy improvement (:mod:`train.training.rollout_values`); returns the last round's metrics.
 
     Round 1 improves on the teacher, each later round on the student of the round before, saved as
-    ``workdir/round_K.zip`` for the labelling processes (``eval.workers`` of them) to compile. Metrics: those of
+    ``workdir/round_K.zip`` for the labelling processes (``eval.workers`` of them) to compile. With
+    ``pretrain.round_net_arch`` that student is a small featureless ReLU network fitted for the purpose, and only
+    the last round fits ``model``; without it every round refits ``model``. Metrics: those of
     :func:`~train.training.rollout_values.fit_values`, the number of labelled ``examples`` and, per round,
     ``round_K/gain``: how much better the network's moves are than the base player's by the held-out labels.
     """
