@@ -7,10 +7,13 @@ from typing import get_args, get_type_hints
 import numpy as np
 import pytest
 import torch
+from sb3_contrib import MaskablePPO
 from uno_testlib import act, scenario
 
+from agents.ppo import save_model
 from train.config import PretrainConfig
 from train.training.rollout_values import SEARCH_BELIEFS, BasePlayer, SearchLabels, collect, fit, move_values
+from uno_env import UnoEnv, core
 from uno_env.game import Game
 from uno_env.observation import BASE_SIZE
 
@@ -135,3 +138,13 @@ def test_search_labels_name_the_beliefs_they_know():
 def test_the_config_offers_exactly_the_search_beliefs_the_labels_know():
     # train.config must not import torch to parse a file, so it spells the choices again: this keeps them one list.
     assert get_args(get_type_hints(PretrainConfig)["search_belief"]) == SEARCH_BELIEFS
+
+
+def test_search_labels_roll_out_the_base_player_on_its_seat_and_rule_on_the_other(tmp_path):
+    # rule as the base is the search player itself; random (policy iteration from scratch) knows nothing of play.
+    assert SearchLabels().player(BasePlayer("rule"))._compiled_rollout == (core.RULE_POLICY, core.RULE_POLICY)
+    assert SearchLabels().player(BasePlayer("random"))._compiled_rollout == (core.RANDOM_POLICY, core.RULE_POLICY)
+    model = MaskablePPO("MlpPolicy", UnoEnv(), seed=2, device="cpu", policy_kwargs={"net_arch": [8]})
+    base = BasePlayer(save_model(model, tmp_path / "round.zip", {"belief": "none", "config": "test", "steps": 0}))
+    player = SearchLabels().player(base)
+    assert player._actor is base.params and player._compiled_rollout[1] == core.RULE_POLICY
