@@ -60,6 +60,7 @@ from train.specs import label
 from train.training.native_vec import NativeVecEnv
 from train.training.opponent_mix import OpponentMix, OpponentMixWrapper, opponent_belief
 from train.training.pretrain import warm_start
+from train.training.rollout_values import ACTIVATIONS
 from uno_env.env import UnoEnv
 from uno_env.observation import PRIVILEGED_SIZE
 from uno_env.policy import Policy, needs_of
@@ -185,7 +186,7 @@ def make_env(env_options: dict[str, Any], mix: dict[str, float], opponent_belief
 
 def _policy_kwargs(config: TrainConfig, observation_size: int) -> dict[str, Any]:
     arch = list(config.policy.net_arch)
-    activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[config.policy.activation]
+    activation = ACTIVATIONS[config.policy.activation]
     kwargs = {"net_arch": {"pi": arch, "vf": arch}, "activation_fn": activation, "ortho_init": config.policy.ortho_init}
     if config.policy.critic == "privileged":
         kwargs["public_size"] = observation_size - PRIVILEGED_SIZE
