@@ -143,6 +143,13 @@ class PretrainConfig:
     ``round_net_arch`` makes every round but the last fit a ReLU network of those layers, without belief features,
     as the next round's base instead of the run's network: a small one keeps the playouts that run it cheap (they
     cost about 3 times the rule player's with 64x64, 26 times with a 256x256 tanh network).
+
+    The labels of a round are made in shards of ``shard_games`` games, each saved as soon as it is made
+    (:mod:`train.training.labelling`), so a run killed while labelling resumes without relabelling them. Each round
+    (a generation of expert iteration) fits on the labels of its last ``window`` rounds; with ``gate_pairs`` > 0
+    its network is evaluated against ``rule``, ``random`` and the previous round's on that many deal pairs (seed
+    ``eval.seed``: these deals choose, the final evaluation's do not), and becomes the next base only if it is not
+    worse than the previous one.
     """
 
     teacher: str | None = None
@@ -159,6 +166,9 @@ class PretrainConfig:
     search_simulations: int = field(default=800, metadata=_check(_bounded(1, 1_000_000)))
     search_belief: Literal["counting", "particles", "aware"] = "counting"
     round_net_arch: list[int] | None = None
+    shard_games: int = field(default=50, metadata=_check(_bounded(1, 1_000_000)))
+    window: int = field(default=1, metadata=_check(_positive))
+    gate_pairs: int = field(default=0, metadata=_check(_non_negative))
 
 
 @dataclass

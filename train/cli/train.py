@@ -6,6 +6,7 @@
     uno-train configs/default.yaml --set seed=3 --set env.belief=counting
     uno-train --resume runs/medium              # continue from the last checkpoint
     uno-train --resume runs/medium --set total_timesteps=2000000   # ... and train longer
+    uno-train configs/expert-iteration.yaml --address HEAD_IP:6379  # label on a Ray cluster (`ray start --head`)
 
 The run folder's layout is described in :mod:`train.training.trainer`; the config keys in
 :mod:`train.config` and ``configs/default.yaml``.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import importlib.util
 import shlex
 import signal
 import sys
@@ -50,7 +52,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs-root", type=Path, default=Path("runs"), help="where new run folders go")
     parser.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue this run from its last checkpoint")
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no final table")
+    parser.add_argument("--address", metavar="HOST:PORT",
+                        help="label the warm start's shards as tasks of the Ray cluster at HOST:PORT ('local': start "
+                             "Ray on this machine); default: eval.workers local processes")
     args = parser.parse_args(argv)
+    if args.address and importlib.util.find_spec("ray") is None:
+        parser.error("--address needs Ray, which is not installed; install the tune extra: pip install 'uno-rl[tune]'")
     command = shlex.join(["uno-train", *(sys.argv[1:] if argv is None else argv)])
     run_dir: Path | None = None
     try:
@@ -65,7 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"run folder: {run_dir}", flush=True)
         previous = signal.signal(signal.SIGTERM, _interrupt)
         try:
-            train(config, run_dir, resume=bool(args.resume), command=command, quiet=args.quiet)
+            train(config, run_dir, resume=bool(args.resume), command=command, quiet=args.quiet,
+                  address=args.address)
         finally:
             signal.signal(signal.SIGTERM, previous)
     except ConfigError as error:

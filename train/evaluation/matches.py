@@ -13,6 +13,7 @@ The command line is ``uno-evaluate`` (:mod:`train.cli.evaluate`).
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sys
 from collections.abc import Sequence
@@ -152,6 +153,17 @@ def make_executor(workers: int) -> ProcessPoolExecutor:
     """A process pool for :func:`run_matches` (forkserver: safe with torch loaded in the parent)."""
     return ProcessPoolExecutor(max_workers=workers, mp_context=get_context("forkserver"),
                                initializer=_init_worker)
+
+
+def stop_stray_processes() -> None:
+    """Terminate the processes this one started that are still alive once its pools are closed.
+
+    A signal that lands while a process pool is starting a worker can leave that worker unknown to the
+    pool, so closing the pool does not stop it, and it would wait for work forever after the run ends.
+    """
+    for child in multiprocessing.active_children():
+        child.terminate()
+        child.join()
 
 
 def run_matches(matchups: Sequence[tuple[Player, Player]], pairs: int, seed: int = 0, workers: int | None = None,

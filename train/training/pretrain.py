@@ -33,6 +33,9 @@ channels of :func:`uno_env.observation.encode_privileged`, as the training env's
 
 from __future__ import annotations
 
+import json
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,11 +43,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from agents.ppo import PPOPolicy, save_model
+from agents.files import write_text
+from agents.ppo import PPOPolicy, load_network, save_model
 from train.config import SELF, TrainConfig
+from train.evaluation.matches import evaluate
+from train.evaluation.statistics import score_interval
 from train.policies import resolve_policy
 from train.specs import checkpoint_path
-from train.training import rollout_values
+from train.training import labelling, rollout_values
+from train.training.labelling import Workers
 from train.training.opponent_mix import OpponentMix, opponent_belief
 from uno_env.belief import BeliefKind
 from uno_env.game import Game
@@ -147,57 +154,144 @@ def collect(config: TrainConfig, seed: int, student: Policy | None = None, label
     return data, (recorder.agreed / recorder.choices if recorder.choices else 1.0)
 
 
-def warm_start(model: Any, config: TrainConfig, seed: int, workdir: Path) -> dict[str, float]:
+#: Receives a generation's scalars for TensorBoard: ``log(generation, {tag: value})``.
+GenerationLog = Callable[[int, dict[str, float]], None]
+
+
+def warm_start(model: Any, config: TrainConfig, seed: int, workdir: Path, workers: Workers | None = None,
+               progress: bool = False, log: GenerationLog | None = None) -> dict[str, float]:
     """The warm start ``pretrain.labels`` asks for: :func:`imitate` or :func:`improve`; returns the metrics.
 
-    ``workdir`` receives what a warm start keeps on disk (the students of :func:`improve`'s rounds).
+    ``workdir`` receives what a warm start keeps on disk (:func:`improve`'s label shards and round networks), so a
+    warm start killed at any moment continues where it stopped when called again with the same folder.
+    ``workers``, ``progress`` and ``log`` are :func:`improve`'s.
     """
     if config.pretrain.labels != "moves":
-        return improve(model, config, seed, workdir)
+        return improve(model, config, seed, workdir, workers, progress, log)
     return imitate(model, config, seed)
 
 
-def improve(model: Any, config: TrainConfig, seed: int, workdir: Path) -> dict[str, float]:
-    """Rounds of rollout policy improvement (:mod:`train.training.rollout_values`); returns the last round's metrics.
+def improve(model: Any, config: TrainConfig, seed: int, workdir: Path, workers: Workers | None = None,
+            progress: bool = False, log: GenerationLog | None = None) -> dict[str, float]:
+    """Rounds (generations) of policy improvement (:mod:`train.training.rollout_values`); the last round's metrics.
 
-    Round 1 improves on the teacher, each later round on the student of the round before, saved as
-    ``workdir/round_K.zip`` for the labelling processes (``eval.workers`` of them) to compile. With
-    ``pretrain.round_net_arch`` that student is a small featureless ReLU network fitted for the purpose, and only
-    the last round fits ``model``; without it every round refits ``model``. Metrics: those of
-    :func:`~train.training.rollout_values.fit_values`, the number of labelled ``examples`` and, per round,
+    Round 1 improves on the teacher, each later round on the network of the round before. A round labels
+    ``pretrain.games`` games in shards (:mod:`train.training.labelling`: ``workdir/round_K/``, on ``workers``, by
+    default ``eval.workers`` local processes), fits a network on the labels of the last ``pretrain.window`` rounds
+    and saves it as ``workdir/round_K.zip``, the next round's base, compiled by the labelling processes. With
+    ``pretrain.round_net_arch`` that network is a small featureless ReLU network fitted for the purpose, and only
+    the last round fits ``model``; without it every round refits ``model``.
+
+    With ``pretrain.gate_pairs``, each round's network is evaluated against ``rule``, ``random`` and the previous
+    round's network on that many deal pairs (seed ``eval.seed``), and replaces the previous one as the base only if
+    it is not worse (the upper end of its 95% interval against it is at least 1/2).
+
+    Everything a round makes is on disk before the next starts (``round_K.json`` last), so called again on the same
+    folder after a kill, this skips the rounds done, reuses their shards and networks, and gives the same result.
+    ``log`` receives each round's scalars (:data:`GenerationLog`). Metrics: those of
+    :func:`~train.training.rollout_values.fit_values`, the number of labelled ``examples``, and per round
     ``round_K/gain``: how much better the network's moves are than the base player's by the held-out labels.
     """
     settings = config.pretrain
-    search = rollout_values.SearchLabels(settings.search_simulations, settings.search_belief) \
-        if settings.labels == "search-values" else None
-    base = settings.teacher if settings.teacher in rollout_values.BUILT_IN_BASES else str(
-        checkpoint_path(settings.teacher))
-    workers = min(config.eval.workers, settings.games)
-    shares = [settings.games // workers + (w < settings.games % workers) for w in range(workers)]
+    base = _teacher(config)
     metrics: dict[str, float] = {}
     gains: dict[str, float] = {}
-    for round_ in range(1, settings.rounds + 1):
-        seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence([seed, round_]).spawn(workers)]
-        observations, values, moves = rollout_values.collect_in_processes(shares, seeds, settings.deck_orders,
-                                                                          config.env.belief, base, search)
-        own_network = round_ < settings.rounds and settings.round_net_arch is not None
-        if own_network:  # a small featureless network, the next round's base (config.PretrainConfig)
-            student, metrics = rollout_values.fit(observations[:, :BASE_SIZE], values, moves, settings.epochs,
-                                                  seed + round_, settings.base_bonus, "none",
-                                                  settings.round_net_arch, "relu", settings.learning_rate,
-                                                  settings.batch_size)
-        else:
-            student = model
-            metrics = rollout_values.fit_values(model.policy, observations, values, moves, settings.epochs,
-                                                seed + round_, settings.base_bonus, settings.learning_rate,
-                                                settings.batch_size)
-        gains[f"round_{round_}/gain"] = (metrics["held_out_value_of_network_move"]
-                                         - metrics["held_out_value_of_base_move"])
-        if round_ < settings.rounds:
-            workdir.mkdir(parents=True, exist_ok=True)
-            base = str(save_model(student, workdir / f"round_{round_}.zip", {
-                "belief": "none" if own_network else config.env.belief, "config": config.name, "steps": 0}))
+    history: list[labelling.Labels] = []
+    with workers or Workers(min(config.eval.workers, settings.games)) as pool:
+        for round_ in range(1, settings.rounds + 1):
+            started = time.perf_counter()
+            job = _label_job(config, seed, round_, base)
+            labels, made = labelling.run(job, workdir / f"round_{round_}", pool, progress)
+            labelled = time.perf_counter() - started
+            history.append(labels)
+            observations, values, moves = (np.concatenate(arrays) for arrays in
+                                           zip(*history[-settings.window:], strict=True))
+            network = workdir / f"round_{round_}.zip"
+            record_path = workdir / f"round_{round_}.json"
+            own_network = round_ < settings.rounds and settings.round_net_arch is not None
+            record = _read_round(record_path) if round_ < settings.rounds else None
+            if record is not None:  # fitted before the run was stopped: its network is on disk
+                if not own_network:
+                    model.policy.load_state_dict(load_network(network).state_dict())
+            else:
+                record = _fit_round(model, config, own_network, observations, values, moves, seed + round_)
+                save_model(record.pop("student"), network, {
+                    "belief": "none" if own_network else config.env.belief, "config": config.name, "steps": 0})
+                record["labelled_positions"] = len(labels[2])
+                record["positions_per_second"] = made / labelled if made else None
+                if settings.gate_pairs:
+                    record.update(_gate(network, workdir / f"round_{round_ - 1}.zip" if round_ > 1 else None,
+                                        config))
+                record["seconds"] = time.perf_counter() - started
+                write_text(record_path, json.dumps(record, indent=1) + "\n")
+                if log is not None:
+                    log(round_, {key: value for key, value in record.items()
+                                 if isinstance(value, float | int) and key != "metrics"} | record["metrics"])
+            metrics = record["metrics"]
+            gains[f"round_{round_}/gain"] = metrics["held_out_value_of_network_move"] - \
+                metrics["held_out_value_of_base_move"]
+            if record.get("kept", True):
+                base = str(network)
     return {**metrics, **gains, "examples": len(moves)}
+
+
+def _teacher(config: TrainConfig) -> str:
+    """Round 1's base player: a built-in name or the teacher checkpoint's path."""
+    teacher = config.pretrain.teacher
+    return teacher if teacher in rollout_values.BUILT_IN_BASES else str(checkpoint_path(teacher))
+
+
+def _label_job(config: TrainConfig, seed: int, round_: int, base: str) -> labelling.LabelJob:
+    """What round ``round_`` labels, from the config's settings."""
+    settings = config.pretrain
+    search = rollout_values.SearchLabels(settings.search_simulations, settings.search_belief) \
+        if settings.labels == "search-values" else None
+    return labelling.LabelJob(settings.games, settings.shard_games, seed, round_, settings.deck_orders,
+                              config.env.belief, base, search)
+
+
+def check_resumable(config: TrainConfig, seed: int, workdir: Path) -> None:
+    """Refuse (``ConfigError``, naming the setting) to continue a warm start in ``workdir`` whose labels were made
+    with other settings than ``config``'s; checked on round 1, whose base player is the teacher."""
+    if config.pretrain.labels != "moves":
+        labelling.check_settings(workdir / "round_1", _label_job(config, seed, 1, _teacher(config)).settings())
+
+
+def _read_round(path: Path) -> dict[str, Any] | None:
+    """A finished round's record, or None (not finished, or a file from a run cut short)."""
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and isinstance(record.get("metrics"), dict) else None
+
+
+def _fit_round(model: Any, config: TrainConfig, own_network: bool, observations: np.ndarray, values: np.ndarray,
+               moves: np.ndarray, seed: int) -> dict[str, Any]:
+    """Fit a round's network (a small featureless one, or ``model``): ``{"student": model, "metrics": {...}}``."""
+    settings = config.pretrain
+    if own_network:  # a small featureless network, the next round's base (config.PretrainConfig)
+        student, metrics = rollout_values.fit(observations[:, :BASE_SIZE], values, moves, settings.epochs, seed,
+                                              settings.base_bonus, "none", settings.round_net_arch, "relu",
+                                              settings.learning_rate, settings.batch_size)
+    else:
+        student = model
+        metrics = rollout_values.fit_values(model.policy, observations, values, moves, settings.epochs, seed,
+                                            settings.base_bonus, settings.learning_rate, settings.batch_size)
+    return {"student": student, "metrics": metrics}
+
+
+def _gate(network: Path, previous: Path | None, config: TrainConfig) -> dict[str, Any]:
+    """A round's network against ``rule``, ``random`` and the previous round's: win rates, intervals, kept or not."""
+    opponents = ["rule", "random"] + ([str(previous)] if previous is not None and previous.exists() else [])
+    results = evaluate(str(network), opponents, config.pretrain.gate_pairs, config.eval.seed,
+                       workers=config.eval.workers, n_particles=config.env.n_particles)
+    record: dict[str, Any] = {}
+    for name, result in zip(("rule", "random", "previous"), results, strict=False):
+        low, high, _ = score_interval(result.pair_scores)
+        record |= {f"win_rate/{name}": result.score, f"win_rate/{name}/low": low, f"win_rate/{name}/high": high}
+    record["kept"] = bool(record.get("win_rate/previous/high", 1.0) >= 0.5)
+    return record
 
 
 def imitate(model: Any, config: TrainConfig, seed: int) -> dict[str, float]:

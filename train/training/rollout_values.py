@@ -241,9 +241,9 @@ def fit_values(policy: Any, observations: np.ndarray, values: np.ndarray, base_m
     ``base_bonus`` is added to the value of the base player's move in the targets: another move must look that
     much better to be played, so noise in the estimates does not replace a base move by an equal one. The
     critic learns the value of the position under the base player (the label of its move), a start for PPO.
-    A tenth of the positions is held out. Returns metrics on them: the squared error of the logits, and the mean
-    label of the network's move and of the base player's move (the one-step gain the network finds, if the
-    first is larger).
+    A tenth of the positions is held out. Returns metrics on them: the squared error of the logits and of the
+    critic, how often the network's move is the labels' best move (``held_out_agreement``), and the mean label of
+    the network's move and of the base player's move (the one-step gain the network finds, if the first is larger).
     """
     legal = torch.from_numpy(np.isfinite(values))
     targets = torch.from_numpy(np.nan_to_num(values).astype(np.float32) * SCALE)
@@ -278,7 +278,9 @@ def fit_values(policy: Any, observations: np.ndarray, values: np.ndarray, base_m
     policy.set_training_mode(False)
     with torch.no_grad():
         chosen = logits(held).masked_fill(~legal[held], -torch.inf).argmax(dim=1)
+        best = targets[held].masked_fill(~legal[held], -torch.inf).argmax(dim=1)
         return {"held_out_loss": float(loss(held)), "held_out_critic_loss": float(critic_loss(held)),
+                "held_out_agreement": float((chosen == best).float().mean()),
                 "held_out_value_of_network_move": float(targets[held, chosen].mean() / SCALE),
                 "held_out_value_of_base_move": float(targets[held, moves[held]].mean() / SCALE)}
 

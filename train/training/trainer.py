@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import multiprocessing
 import os
 import platform
 import shlex
@@ -54,12 +53,13 @@ from agents.ppo import PPOPolicy, load_model, load_network, read_settings, save_
 from agents.privileged import PrivilegedCriticPolicy
 from train.config import SELF, ConfigError, TrainConfig, config_to_dict, load_config
 from train.evaluation.belief_quality import METRICS, cluster_mean, measure_quality
-from train.evaluation.matches import MatchResult, evaluate, format_table, make_executor
+from train.evaluation.matches import MatchResult, evaluate, format_table, make_executor, stop_stray_processes
 from train.policies import resolve_policy
 from train.specs import label
+from train.training.labelling import Workers
 from train.training.native_vec import NativeVecEnv
 from train.training.opponent_mix import OpponentMix, OpponentMixWrapper, opponent_belief
-from train.training.pretrain import warm_start
+from train.training.pretrain import check_resumable, warm_start
 from train.training.rollout_values import ACTIVATIONS
 from uno_env.env import UnoEnv
 from uno_env.observation import PRIVILEGED_SIZE
@@ -369,6 +369,30 @@ class RunCallback(BaseCallback):
         return results
 
 
+class GenerationWriter:
+    """The warm start's curve per round (generation): a :data:`~train.training.pretrain.GenerationLog` for
+    TensorBoard, in its own folder (``tb/generations``, a run of its own in TensorBoard) with the generation as
+    the step, since the warm start's rounds are not PPO steps."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.writer: SummaryWriter | None = None
+
+    def __call__(self, generation: int, scalars: dict[str, float]) -> None:
+        if self.writer is None:
+            self.writer = SummaryWriter(log_dir=str(self.folder))
+        for tag, value in scalars.items():
+            self.writer.add_scalar(f"generation/{tag}", value, generation)
+        self.writer.flush()
+
+    def __enter__(self) -> GenerationWriter:
+        return self
+
+    def __exit__(self, *exception: Any) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
 def build_vec_env(config: TrainConfig, seed: int) -> VecEnv:
     """The vectorized training envs; the first games use the schedule's fixed players until the pool exists."""
     first_mix = {k: v for k, v in config.opponents[0].mix.items() if k != SELF and v > 0} or {"random": 1.0}
@@ -387,29 +411,31 @@ def build_vec_env(config: TrainConfig, seed: int) -> VecEnv:
 
 
 def train(config: TrainConfig, run_dir: str | Path, resume: bool = False, command: str | None = None,
-          quiet: bool = False, on_evaluation: EvaluationHook | None = None) -> Path:
+          quiet: bool = False, on_evaluation: EvaluationHook | None = None, address: str | None = None) -> Path:
     """Train (or, with ``resume``, continue) the run in ``run_dir``; returns ``run_dir``.
 
     Ends with the final evaluation table (printed unless ``quiet``, and saved in the run folder).
     ``on_evaluation`` is called with the record of every evaluation during training, once it is written.
+    ``address`` labels the warm start's shards as Ray tasks: on the cluster at ``HOST:PORT``, or on local Ray
+    (``"local"``); ``None`` labels them on ``eval.workers`` local processes.
     A second process asked to train the same folder meanwhile is refused (``ConfigError``).
     """
     with _run_lock(Path(run_dir)):
-        return _train(config, Path(run_dir), resume, command, quiet, on_evaluation)
+        return _train(config, Path(run_dir), resume, command, quiet, on_evaluation, address)
 
 
 def train_once(config: str | Path, overrides: list[str], run_dir: Path, command: str,
                on_evaluation: EvaluationHook | None = None) -> Path:
     """Bring the run in ``run_dir`` to its end once, for scripts that train many runs (sweeps, ablations).
 
-    A run with its final evaluation is left alone; one with checkpoints is resumed from its own
+    A run with its final evaluation is left alone; one with checkpoints (or a warm start begun) is resumed from its own
     ``config.yaml`` (with ``overrides``); otherwise it starts from ``config`` with ``overrides``. So a script
     killed midway picks up where it stopped. Returns ``run_dir``.
     """
     if (run_dir / "final_eval.json").exists():
         return run_dir
     checkpoints = run_dir / "checkpoints"
-    resume = checkpoints.is_dir() and any(checkpoints.glob("step_*.zip"))
+    resume = (checkpoints.is_dir() and any(checkpoints.glob("step_*.zip"))) or (run_dir / "pretrain").is_dir()
     print(f"training {run_dir}" + (" (resuming)" if resume else ""), flush=True)
     return train(load_config(run_dir / "config.yaml" if resume else config, overrides), run_dir, resume=resume,
                  quiet=True, command=command, on_evaluation=on_evaluation)
@@ -511,14 +537,17 @@ def _repair_records(run_dir: Path, step: int) -> None:
 
 
 def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None, quiet: bool,
-           on_evaluation: EvaluationHook | None) -> Path:
+           on_evaluation: EvaluationHook | None, address: str | None) -> Path:
     """:func:`train`, with the run folder locked."""
     checkpoints = run_dir / "checkpoints"
     opponent_belief(config)  # a ConfigError here, before the envs are built, names the checkpoints at fault
-    if resume:
-        if not checkpoints.is_dir() or not any(checkpoints.glob("step_*.zip")):
+    if resume and not (checkpoints.is_dir() and any(checkpoints.glob("step_*.zip"))):
+        # Stopped during the warm start: it starts again on the same folder and reuses what it had made.
+        if config.pretrain.teacher is None or not (run_dir / "config.yaml").is_file():
             raise ConfigError(f"cannot resume {run_dir}: it has no checkpoints/step_*.zip")
-    elif any(path.name != _LOCK for path in run_dir.iterdir()):
+        check_resumable(config, config.seed, run_dir / "pretrain")
+        resume = False
+    elif not resume and any(path.name != _LOCK for path in run_dir.iterdir()):
         raise ConfigError(f"run folder {run_dir} already exists and is not empty; use --resume to continue it")
 
     start_step = 0
@@ -554,7 +583,16 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
         out.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')}  {command or ' '.join(sys.argv)}\n")
     if not resume and config.pretrain.teacher is not None:
         started = time.perf_counter()
-        pretrain_metrics = warm_start(model, config, config.seed, run_dir / "pretrain")
+        try:
+            with GenerationWriter(run_dir / "tb" / "generations") as log, \
+                    Workers(min(config.eval.workers, config.pretrain.games), address) as workers:
+                pretrain_metrics = warm_start(model, config, config.seed, run_dir / "pretrain", workers,
+                                              progress=config.progress_bar and not quiet, log=log)
+        except KeyboardInterrupt:  # what is labelled is on disk; the warm start continues from it
+            venv.close()
+            raise TrainingInterrupted(f"training interrupted during the warm start; its finished label shards are "
+                                      f"kept in {run_dir / 'pretrain'}. Continue with: uno-train --resume "
+                                      f"{shlex.quote(str(run_dir))}") from None
         pretrain_metrics["seconds"] = round(time.perf_counter() - started, 1)
     # Our own logger: TensorBoard events straight into RUN_DIR/tb, continued (same folder) on resume.
     model.set_logger(Logger(str(run_dir / "tb"), [ResumedTensorBoard(str(run_dir / "tb"), start_step + 1)]))
@@ -604,17 +642,6 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
         print(f"\nFinal evaluation of {run_dir / 'best_model.zip'} ({config.eval.final_pairs} deal pairs "
               f"per opponent, seed {config.eval.seed + 1}):\n{format_table(results)}")
     return run_dir
-
-
-def stop_stray_processes() -> None:
-    """Terminate the processes this one started that are still alive once its pools are closed.
-
-    A signal that lands while a process pool is starting a worker can leave that worker unknown to the
-    pool, so closing the pool does not stop it, and it would wait for work forever after the run ends.
-    """
-    for child in multiprocessing.active_children():
-        child.terminate()
-        child.join()
 
 
 def final_evaluation(config: TrainConfig, run_dir: Path, callback: RunCallback) -> list[MatchResult]:

@@ -1,0 +1,301 @@
+"""Labelling jobs in shards: the search's labels made, kept and gathered on local processes or Ray tasks.
+
+A round of the warm start (a generation of expert iteration) labels the positions of ``games`` games
+(:func:`train.training.rollout_values.collect`). This module cuts that work into **shards** of ``shard_games``
+games each and makes it survive anything that can happen to a long run:
+
+* **Same seed, same labels, however the work is spread.** Shard ``s`` of round ``r`` plays its games from the seed
+  ``SeedSequence([seed, r, s])``, so the labels depend on neither the number of workers nor the machines, nor on
+  whether the run was killed and resumed.
+* **Checkpointed as they are made.** Each finished shard is written at once as ``shard_NNNNN.npz`` (under a
+  temporary name, then renamed: :mod:`agents.files`), and ``labels.json`` records the settings and the shards
+  written. ``--resume`` after a kill at any moment reuses every finished shard and labels only the missing ones.
+  The workers send their labels back and the driver writes them, so on a Ray cluster the files land in the run
+  folder, not on the machine that made them.
+* **Never mixed.** Each shard carries the settings it was made with (:meth:`LabelJob.settings`); a folder whose
+  labels were made with other settings is refused with a message naming the first setting that differs. A shard
+  that does not load or does not match (a copy cut short, a disk error) is set aside as ``NAME.broken`` with
+  its reason, and labelled again.
+* **Stopped at once.** Ctrl-C (or SIGTERM turned into it by ``uno-train``) cancels the queued shards and
+  terminates the workers; finished shards stay. A worker process that dies is replaced and its shard labelled
+  again (Ray retries a task on its own; the local pool is rebuilt), so no shard is lost or counted twice.
+* **Watched.** A progress bar across workers: games labelled, positions, positions per second, time left.
+
+Layout of a round's folder::
+
+    FOLDER/labels.json          {"settings": {...}, "shards": {"0": {"games": 50, "positions": 431}, ...}}
+    FOLDER/shard_00000.npz      observations, values, moves, the settings and the shard's index
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+import zipfile
+import zlib
+from concurrent.futures import Executor, Future, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from agents.files import atomic_path, write_text
+from train.config import ConfigError
+from train.evaluation.matches import make_executor, stop_stray_processes
+from train.training import rollout_values
+from uno_env.belief import BeliefKind
+from uno_env.cards import NUM_ACTIONS
+
+_MANIFEST = "labels.json"
+#: Times a shard is started again after the process labelling it died, before the round gives up.
+_RETRIES = 3
+Labels = tuple[np.ndarray, np.ndarray, np.ndarray]  # observations, move values (NaN: illegal), base moves
+
+
+@dataclass(frozen=True)
+class LabelJob:
+    """What one round labels: ``games`` games of ``base`` against ``rule``, in shards of ``shard_games``.
+
+    ``base`` is ``"rule"``, ``"random"`` or a checkpoint's path; ``search`` the search's settings
+    (:class:`~train.training.rollout_values.SearchLabels`), or ``None`` for playouts on ``deck_orders`` deck
+    orders; ``belief`` the belief features of the recorded observations.
+    """
+
+    games: int
+    shard_games: int
+    seed: int
+    round: int
+    deck_orders: int
+    belief: BeliefKind
+    base: str
+    search: rollout_values.SearchLabels | None = None
+
+    @property
+    def shards(self) -> int:
+        """How many shards the round has (the last one may have fewer games)."""
+        return -(-self.games // self.shard_games)
+
+    def shard_size(self, shard: int) -> int:
+        """The games of shard ``shard``."""
+        return min(self.shard_games, self.games - shard * self.shard_games)
+
+    def shard_seed(self, shard: int) -> int:
+        """Shard ``shard``'s seed: a function of the run's seed, the round and the shard alone."""
+        return int(np.random.SeedSequence([self.seed, self.round, shard]).generate_state(1)[0])
+
+    def settings(self) -> dict[str, Any]:
+        """The settings the labels depend on, by the config key a user sets (the base by its file's content)."""
+        settings: dict[str, Any] = {
+            "seed": self.seed, "round": self.round, "pretrain.games": self.games,
+            "pretrain.shard_games": self.shard_games, "env.belief": self.belief,
+            "pretrain.labels": "rollout-values" if self.search is None else "search-values",
+            "base player": self.base if self.base in rollout_values.BUILT_IN_BASES else _file_digest(self.base),
+        }
+        if self.search is None:
+            settings["pretrain.deck_orders"] = self.deck_orders
+        else:
+            settings["pretrain.search_simulations"] = self.search.simulations
+            settings["pretrain.search_belief"] = self.search.belief
+        return settings
+
+
+def _file_digest(path: str) -> str:
+    """A checkpoint named by the SHA-256 of its content: a base retrained differently makes other labels."""
+    return "sha256:" + hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def label_shard(job: LabelJob, shard: int) -> Labels:
+    """Label shard ``shard`` of ``job`` (run by a worker: a pool process or a Ray task)."""
+    return rollout_values.collect(job.shard_size(shard), job.shard_seed(shard), job.deck_orders, job.belief,
+                                  job.base, job.search)
+
+
+def shard_path(folder: Path, shard: int) -> Path:
+    """Where shard ``shard`` of a round lives."""
+    return folder / f"shard_{shard:05d}.npz"
+
+
+def _write_shard(folder: Path, shard: int, labels: Labels, settings: str) -> None:
+    observations, values, moves = labels
+    with atomic_path(shard_path(folder, shard)) as temporary, open(temporary, "wb") as out:
+        np.savez_compressed(out, observations=observations, values=values, moves=moves,
+                            settings=np.array(settings), shard=np.array(shard))
+
+
+def _read_shard(path: Path, shard: int, settings: str) -> Labels:
+    """A shard's labels; ``ValueError`` naming what is wrong when it does not load or does not belong here."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {key: data[key] for key in ("observations", "values", "moves", "settings", "shard")}
+    except (OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile, zlib.error) as error:
+        raise ValueError(f"it does not load ({type(error).__name__}: {error})") from None
+    observations, values, moves = arrays["observations"], arrays["values"], arrays["moves"]
+    if str(arrays["settings"]) != settings or int(arrays["shard"]) != shard:
+        raise ValueError("it was made with other settings or for another shard")
+    n = len(moves)
+    if (observations.ndim != 2 or values.shape != (n, NUM_ACTIONS) or moves.shape != (n,) or len(observations) != n
+            or not np.isfinite(observations).all()):
+        raise ValueError(f"its arrays do not fit together (observations {observations.shape}, values "
+                         f"{values.shape}, moves {moves.shape})")
+    return observations, values, moves
+
+
+def _set_aside(path: Path, reason: str) -> None:
+    path.replace(path.with_name(path.name + ".broken"))
+    print(f"set aside {path} (renamed to {path.name}.broken): {reason}; it will be labelled again",
+          file=sys.stderr, flush=True)
+
+
+def check_settings(folder: Path, settings: dict[str, Any]) -> None:
+    """Refuse a folder whose labels were made with other settings, naming the first that differs."""
+    try:
+        recorded = json.loads((folder / _MANIFEST).read_text())["settings"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # no record (a first start, or one killed before it was written): the shards' own check decides
+    for key, value in settings.items():
+        if recorded.get(key) != value:
+            raise ConfigError(f"the labels in {folder} were made with {key} = {recorded.get(key)!r}, this run asks "
+                              f"for {value!r}; labels made with other settings are never mixed: set it back, or "
+                              f"start a new run")
+
+
+class _Manifest:
+    """``labels.json``: the settings and the shards written so far, rewritten (atomically) after each shard."""
+
+    def __init__(self, folder: Path, settings: dict[str, Any]) -> None:
+        self.path = folder / _MANIFEST
+        self.settings = settings
+        self.shards: dict[str, dict[str, int]] = {}
+
+    def add(self, shard: int, games: int, positions: int) -> None:
+        self.shards[str(shard)] = {"games": games, "positions": positions}
+        write_text(self.path, json.dumps({"settings": self.settings, "shards": dict(sorted(self.shards.items()))},
+                                         indent=1) + "\n")
+
+
+class Workers:
+    """Where shards are labelled: a pool of local processes, or Ray tasks (local Ray, or a cluster's ``address``).
+
+    The executor starts on first use (a round whose shards are all on disk starts none) and serves every round
+    of a run; a process pool that breaks (a worker killed) is replaced by :meth:`renew`. Use it as a context
+    manager, or call :meth:`close`.
+    """
+
+    def __init__(self, processes: int = 2, address: str | None = None) -> None:
+        self.processes = processes
+        self.address = address
+        self._executor: Executor | None = None
+
+    def get(self) -> Executor:
+        """The executor, started if it is not yet."""
+        if self._executor is None:
+            if self.address is None:
+                self._executor = make_executor(self.processes)
+            else:
+                # Ray only when asked for: it is the optional tune extra, and the env and local runs never need it.
+                from train.evaluation.distributed import RayExecutor
+
+                self._executor = RayExecutor(None if self.address == "local" else self.address)
+        return self._executor
+
+    def renew(self) -> Executor:
+        """A new executor in place of a broken one."""
+        self.close()
+        return self.get()
+
+    def close(self, cancel: bool = False) -> None:
+        """Stop the executor; with ``cancel``, drop queued work and terminate the workers at once."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=not cancel, cancel_futures=cancel)
+            self._executor = None
+        if cancel:
+            stop_stray_processes()  # a process pool's shutdown would wait for the shards being labelled
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: Any) -> None:
+        self.close(cancel=kind is not None)
+
+
+def run(job: LabelJob, folder: Path, workers: Workers, progress: bool = True) -> tuple[Labels, int]:
+    """Every shard of ``job`` in ``folder``: the finished ones read back, the others labelled; all concatenated,
+    and how many of the positions were labelled by this call.
+
+    The missing shards go to ``workers`` (started only if some are missing). Raises ``ConfigError`` if the folder's
+    labels were made with other settings; ``KeyboardInterrupt`` passes through after the workers are stopped
+    (finished shards stay on disk).
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    settings = job.settings()
+    check_settings(folder, settings)
+    fingerprint = json.dumps(settings, sort_keys=True)
+    for stale in folder.glob(".shard_*.tmp*"):  # a write cut short by a kill
+        stale.unlink()
+    manifest = _Manifest(folder, settings)
+    parts: dict[int, Labels] = {}
+    for shard in range(job.shards):
+        path = shard_path(folder, shard)
+        if path.exists():
+            try:
+                parts[shard] = _read_shard(path, shard, fingerprint)
+            except ValueError as error:
+                _set_aside(path, str(error))
+                continue
+            manifest.add(shard, job.shard_size(shard), len(parts[shard][2]))
+    missing = [shard for shard in range(job.shards) if shard not in parts]
+    made = -sum(len(labels[2]) for labels in parts.values())
+    if missing:
+        try:
+            _label(job, missing, folder, fingerprint, manifest, parts, workers, progress)
+        except BaseException:
+            # Ctrl-C, SIGTERM or an error: drop the queued shards and stop the workers now, not after their
+            # current shards.
+            workers.close(cancel=True)
+            raise
+    made += sum(len(labels[2]) for labels in parts.values())
+    return tuple(np.concatenate([parts[shard][i] for shard in range(job.shards)]) for i in range(3)), made
+
+
+def _label(job: LabelJob, missing: list[int], folder: Path, fingerprint: str, manifest: _Manifest,
+           parts: dict[int, Labels], workers: Workers, progress: bool) -> None:
+    """Label the ``missing`` shards on ``workers``, writing each as it comes back."""
+    done_games = job.games - sum(job.shard_size(shard) for shard in missing)
+    started, positions = time.perf_counter(), 0
+    attempts = dict.fromkeys(missing, 0)
+    executor = workers.get()
+    # disable=None: tqdm draws only on a terminal, so logs and captured output stay clean.
+    with tqdm(total=job.games, initial=done_games, unit="game", desc=f"labelling round {job.round}",
+              disable=None if progress else True, file=sys.stderr, leave=False) as bar:
+        while missing:
+            futures: dict[Future, int] = {executor.submit(label_shard, job, shard): shard for shard in missing}
+            pending = set(futures)
+            broken = False
+            while pending:
+                finished, pending = wait(pending, return_when="FIRST_COMPLETED")
+                for future in finished:
+                    shard = futures[future]
+                    try:
+                        labels = future.result()
+                    except BrokenProcessPool:
+                        attempts[shard] += 1
+                        if attempts[shard] > _RETRIES:
+                            raise RuntimeError(f"labelling shard {shard} of round {job.round} killed its worker "
+                                               f"process {_RETRIES + 1} times") from None
+                        broken = True
+                        continue
+                    _write_shard(folder, shard, labels, fingerprint)
+                    parts[shard] = labels
+                    manifest.add(shard, job.shard_size(shard), len(labels[2]))
+                    positions += len(labels[2])
+                    rate = positions / (time.perf_counter() - started)
+                    bar.set_postfix_str(f"{positions:,} positions, {rate:,.0f}/s", refresh=False)
+                    bar.update(job.shard_size(shard))
+            missing = [shard for shard in missing if shard not in parts]
+            if broken:  # a worker process died: its shard (and those queued with it) go to a new pool
+                executor = workers.renew()
