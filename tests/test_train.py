@@ -27,7 +27,6 @@ from agents.compiled_actor import actor_params
 from agents.ppo import PPOPolicy, read_settings
 from train.cli.train import main
 from train.config import ConfigError, TrainConfig, config_to_dict, load_config, parse_config
-from train.training import rollout_values
 from train.training.pretrain import collect, improve
 from train.training.trainer import CardCountShaping, ResumedTensorBoard, belief_log_loss, train
 from uno_env.env import UnoEnv
@@ -256,23 +255,20 @@ def test_pretrain_by_search_values_labels_with_the_search_and_trains_end_to_end(
 
 
 @pytest.mark.parametrize("labels", ["search-values", "rollout-values"])
-def test_improve_asks_the_labels_the_config_names(labels: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_improve_asks_the_labels_the_config_names(labels: str, tmp_path: Path):
     config = parse_config(tiny(total_timesteps=0, policy={"net_arch": [16]},
                                pretrain={"teacher": "rule", "labels": labels, "games": 2, "search_simulations": 30,
                                          "search_belief": "particles", "epochs": 1, "batch_size": 64}))
-    asked = []
-
-    def in_this_process(games, seeds, deck_orders, belief, base, search=None):
-        asked.append(search)
-        parts = [rollout_values.collect(count, seed, deck_orders, belief, base, search)
-                 for count, seed in zip(games, seeds, strict=True)]
-        return tuple(np.concatenate(arrays) for arrays in zip(*parts, strict=True))
-
-    monkeypatch.setattr(rollout_values, "collect_in_processes", in_this_process)
     model = MaskablePPO("MlpPolicy", UnoEnv(), device="cpu", policy_kwargs={"net_arch": [16]})
     improve(model, config, seed=0, workdir=tmp_path)
-    expected = rollout_values.SearchLabels(30, "particles") if labels == "search-values" else None
-    assert asked == [expected]
+    # The shard's job is what the labelling workers ran (labelling.label_shard); each shard records it.
+    with np.load(tmp_path / "round_1" / "shard_00000.npz") as shard:
+        settings = json.loads(str(shard["settings"]))
+    assert settings["pretrain.labels"] == labels
+    if labels == "search-values":
+        assert (settings["pretrain.search_simulations"], settings["pretrain.search_belief"]) == (30, "particles")
+    else:
+        assert "pretrain.search_simulations" not in settings and settings["pretrain.deck_orders"] == 4
 
 
 def test_search_rounds_from_scratch_fit_small_relu_networks_before_the_runs_own(tmp_path: Path):

@@ -1,0 +1,218 @@
+"""Label shards (train.training.labelling) and the warm start that uses them: same seed, same labels, whatever
+the workers and whatever stopped the run; Ctrl-C, kill -9 and damaged shards during a real ``uno-train``.
+
+The runs are tiny: a few games labelled by a 20-simulation search, in shards of two games.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from agents.ppo import load_network
+from train.config import ConfigError
+from train.training import labelling
+from train.training.labelling import LabelJob, Workers
+from train.training.rollout_values import SearchLabels
+
+ROOT = Path(__file__).resolve().parents[1]
+JOB = LabelJob(games=6, shard_games=2, seed=3, round=1, deck_orders=1, belief="none", base="rule",
+               search=SearchLabels(20))
+
+
+def same_labels(a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]) -> bool:
+    return all(np.array_equal(x, y, equal_nan=True) for x, y in zip(a, b, strict=True))
+
+
+def test_the_labels_depend_on_the_seed_alone_not_on_the_workers(tmp_path: Path):
+    with Workers(1) as one, Workers(2) as two:
+        alone, made = labelling.run(JOB, tmp_path / "one", one, progress=False)
+        spread, _ = labelling.run(JOB, tmp_path / "two", two, progress=False)
+    assert same_labels(alone, spread) and made == len(alone[2]) > 10
+    assert sorted(p.name for p in (tmp_path / "two").iterdir()) == [
+        "labels.json", "shard_00000.npz", "shard_00001.npz", "shard_00002.npz"]
+    manifest = json.loads((tmp_path / "two" / "labels.json").read_text())
+    assert sum(s["positions"] for s in manifest["shards"].values()) == len(alone[2])
+    other, _ = labelling.run(LabelJob(**{**JOB.__dict__, "seed": 4}), tmp_path / "other", Workers(1), False)
+    assert not same_labels(alone, other)
+
+
+def test_a_second_run_reuses_the_shards_and_relabels_a_missing_or_damaged_one(tmp_path: Path,
+                                                                             capsys: pytest.CaptureFixture[str]):
+    folder = tmp_path / "round_1"
+    with Workers(2) as workers:
+        first, _ = labelling.run(JOB, folder, workers, progress=False)
+        again, made = labelling.run(JOB, folder, workers, progress=False)  # everything on disk: no worker starts
+        assert same_labels(first, again) and made == 0
+        (folder / "shard_00000.npz").unlink()
+        torn = folder / "shard_00001.npz"
+        torn.write_bytes(torn.read_bytes()[:200])  # a copy cut short
+        (folder / ".shard_00002.123.tmp.npz").write_bytes(b"half a write")  # a kill during a write
+        mended, made = labelling.run(JOB, folder, workers, progress=False)
+    assert same_labels(first, mended) and 0 < made < len(first[2])
+    assert (folder / "shard_00001.npz.broken").exists() and not list(folder.glob(".*tmp*"))
+    assert "shard_00001.npz" in capsys.readouterr().err
+
+
+def test_a_shard_of_another_job_is_set_aside_not_mixed_in(tmp_path: Path):
+    folder = tmp_path / "round_1"
+    labelling.run(JOB, folder, Workers(1), progress=False)
+    stranger = tmp_path / "stranger"
+    labelling.run(LabelJob(**{**JOB.__dict__, "seed": 9}), stranger, Workers(1), progress=False)
+    (stranger / "shard_00001.npz").replace(folder / "shard_00001.npz")
+    (folder / "labels.json").unlink()  # so only the shard itself can tell
+    labels, made = labelling.run(JOB, folder, Workers(1), progress=False)
+    assert made > 0 and (folder / "shard_00001.npz.broken").exists()
+    assert same_labels(labels, labelling.run(JOB, tmp_path / "fresh", Workers(1), progress=False)[0])
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    ({"search": SearchLabels(40)}, "pretrain.search_simulations"),
+    ({"search": SearchLabels(20, "particles")}, "pretrain.search_belief"),
+    ({"games": 8}, "pretrain.games"),
+    ({"shard_games": 3}, "pretrain.shard_games"),
+    ({"belief": "counting"}, "env.belief"),
+    ({"seed": 5}, "seed"),
+])
+def test_labels_made_with_other_settings_are_refused_by_name(change: dict, named: str, tmp_path: Path):
+    labelling.run(JOB, tmp_path, Workers(1), progress=False)
+    with pytest.raises(ConfigError, match=f"made with {named} = "):
+        labelling.run(LabelJob(**{**JOB.__dict__, **change}), tmp_path, Workers(1), progress=False)
+
+
+# ------------------------------------------------------------------------------------ the warm start of uno-train
+TINY_RUN = {
+    "name": "tiny-labels", "seed": 0, "total_timesteps": 0, "progress_bar": False,
+    "env": {"belief": "none"}, "policy": {"net_arch": [16]},
+    "pretrain": {"teacher": "random", "labels": "search-values", "games": 16, "shard_games": 2, "rounds": 2,
+                 "round_net_arch": [8], "search_simulations": 20, "epochs": 2, "batch_size": 64},
+    "eval": {"every": 0, "final_pairs": 0, "workers": 2, "belief_games": 0},
+}
+
+
+def start(args: list[str], **changes) -> subprocess.Popen:
+    """``uno-train`` in a process group of its own (so a signal can reach it and its workers, as Ctrl-C does)."""
+    return subprocess.Popen([sys.executable, "-m", "train", *args], cwd=ROOT, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **changes)
+
+
+def config_file(folder: Path, **pretrain) -> Path:
+    data = json.loads(json.dumps(TINY_RUN))
+    data["pretrain"].update(pretrain)
+    path = folder / "tiny.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def all_labels(run: Path) -> list[tuple[np.ndarray, ...]]:
+    """Each round's labels as its shards hold them, in order."""
+    return [shards(folder) for folder in sorted((run / "pretrain").glob("round_*/"))]
+
+
+def shards(folder: Path) -> tuple[np.ndarray, ...]:
+    parts = []
+    for path in sorted(folder.glob("shard_*.npz")):
+        with np.load(path) as data:
+            parts.append((data["observations"], data["values"], data["moves"]))
+    return tuple(np.concatenate(arrays) for arrays in zip(*parts, strict=True))
+
+
+def weights(path: Path) -> list[np.ndarray]:
+    return [t.detach().numpy().copy() for t in load_network(path).state_dict().values()]
+
+
+def group_gone(pgid: int, within: float = 10.0) -> bool:
+    """Whether every process of the group has ended (waiting up to ``within`` seconds)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_kill_9_at_random_moments_then_resume_gives_the_same_labels_and_model(tmp_path: Path):
+    config = config_file(tmp_path)
+    whole = tmp_path / "whole"
+    done = start([str(config), "--run-dir", str(whole)])
+    assert done.wait(timeout=240) == 0, done.stderr.read()
+    killed = tmp_path / "killed"
+    moments = random.Random(7)
+    process = start([str(config), "--run-dir", str(killed)])
+    for _ in range(3):  # kill -9 of the whole group, then resume, three times; then let it finish
+        try:
+            process.wait(timeout=moments.uniform(3.0, 9.0))
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        assert group_gone(process.pid)
+        began = (killed / "config.yaml").exists()  # else killed before the run began: its first command again
+        process = start(["--resume", str(killed)] if began else [str(config), "--run-dir", str(killed)])
+    assert process.wait(timeout=240) == 0, process.stderr.read()
+    for a, b in zip(all_labels(whole), all_labels(killed), strict=True):
+        assert same_labels(a, b)
+    assert len(all_labels(whole)) == 2
+    for a, b in zip(weights(whole / "checkpoints" / "step_000000000.zip"),
+                    weights(killed / "checkpoints" / "step_000000000.zip"), strict=True):
+        assert np.array_equal(a, b)
+
+
+def test_ctrl_c_while_labelling_stops_within_seconds_keeps_the_shards_and_leaves_no_process(tmp_path: Path):
+    config = config_file(tmp_path, games=400, rounds=1, search_simulations=200)
+    run = tmp_path / "run"
+    process = start([str(config), "--run-dir", str(run)])
+    deadline = time.monotonic() + 120
+    while not list((run / "pretrain" / "round_1").glob("shard_*.npz")):  # labelling has begun
+        assert time.monotonic() < deadline and process.poll() is None, process.stderr.read()
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends: the whole group
+    sent = time.monotonic()
+    assert process.wait(timeout=10) == 130
+    assert time.monotonic() - sent < 10
+    err = process.stderr.read()
+    assert f"uno-train --resume {run}" in err and "label shards are kept" in err
+    assert group_gone(process.pid)
+    kept = list((run / "pretrain" / "round_1").glob("shard_*.npz"))
+    assert kept and len(json.loads((run / "pretrain" / "round_1" / "labels.json").read_text())["shards"]) >= len(kept)
+
+
+def test_sigterm_while_labelling_stops_the_same_way(tmp_path: Path):
+    config = config_file(tmp_path, games=400, rounds=1, search_simulations=200)
+    run = tmp_path / "run"
+    process = start([str(config), "--run-dir", str(run)])
+    deadline = time.monotonic() + 120
+    while not list((run / "pretrain" / "round_1").glob("shard_*.npz")):
+        assert time.monotonic() < deadline and process.poll() is None, process.stderr.read()
+        time.sleep(0.2)
+    os.kill(process.pid, signal.SIGTERM)  # the main process alone, as a job scheduler does
+    assert process.wait(timeout=10) == 130
+    assert "--resume" in process.stderr.read() and group_gone(process.pid)
+
+
+def test_resume_with_another_labelling_setting_is_refused_by_name(tmp_path: Path):
+    config = config_file(tmp_path, rounds=1)
+    run = tmp_path / "run"
+    process = start([str(config), "--run-dir", str(run)])
+    deadline = time.monotonic() + 120
+    while not list((run / "pretrain" / "round_1").glob("shard_*.npz")):
+        assert time.monotonic() < deadline and process.poll() is None, process.stderr.read()
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    before = (run / "config.yaml").read_text()
+    refused = start(["--resume", str(run), "--set", "pretrain.search_simulations=30"])
+    assert refused.wait(timeout=120) == 2
+    assert "pretrain.search_simulations = 20" in refused.stderr.read()
+    assert (run / "config.yaml").read_text() == before  # the refused command changed nothing
