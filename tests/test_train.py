@@ -9,6 +9,7 @@ that the agent learns.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import shutil
 import time
@@ -27,6 +28,7 @@ from agents.compiled_actor import actor_params
 from agents.ppo import PPOPolicy, read_settings
 from train.cli.train import main
 from train.config import ConfigError, TrainConfig, config_to_dict, load_config, parse_config
+from train.training import pretrain
 from train.training.pretrain import collect, improve
 from train.training.trainer import CardCountShaping, ResumedTensorBoard, belief_log_loss, train
 from uno_env.env import UnoEnv
@@ -492,3 +494,50 @@ def test_a_run_folder_in_use_is_refused(tmp_path: Path):
     assert [p.name for p in folder.iterdir()] == [".lock"]  # the holder's lock, untouched
     train(parse_config(tiny(eval={"every": 0, "final_pairs": 0})), folder, quiet=True)  # free again: it trains
     assert (folder / "best_model.zip").exists() and not (folder / ".lock").exists()
+
+
+def test_generations_are_gated_logged_and_fitted_on_a_window_of_rounds(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch):
+    # Three generations from random; each gated on 3 deal pairs. Round 2's network loses every game to round 1's
+    # (the evaluation is rigged), so round 3 keeps improving on round 1's network. Each fit sees two rounds' labels.
+    config = parse_config(tiny(total_timesteps=0, policy={"net_arch": [16]}, eval={"workers": 1},
+                               pretrain={"teacher": "random", "labels": "search-values", "games": 4, "shard_games": 2,
+                                         "rounds": 3, "round_net_arch": [8], "search_simulations": 20, "epochs": 1,
+                                         "batch_size": 64, "gate_pairs": 3, "window": 2}))
+    real_evaluate = pretrain.evaluate
+
+    def rigged(network, opponents, *args, **kwargs):
+        results = real_evaluate(network, opponents, *args, **kwargs)
+        if network.endswith("round_2.zip"):
+            results[-1].pair_scores[:] = 0.0  # lost every game to round 1's network
+        return results
+
+    monkeypatch.setattr(pretrain, "evaluate", rigged)
+    logged: dict[int, dict[str, float]] = {}
+    model = MaskablePPO("MlpPolicy", UnoEnv(), device="cpu", policy_kwargs={"net_arch": [16]})
+    metrics = improve(model, config, seed=0, workdir=tmp_path, log=logged.__setitem__)
+    assert sorted(logged) == [1, 2, 3]
+    assert {"win_rate/rule", "win_rate/random", "held_out_loss", "held_out_agreement", "positions_per_second",
+            "seconds"} <= set(logged[1]) and "win_rate/previous" not in logged[1]
+    assert logged[2]["win_rate/previous"] == 0.0 and logged[2]["kept"] == 0 and logged[3]["kept"] == 1
+    bases = [json.loads((tmp_path / f"round_{r}" / "labels.json").read_text())["settings"]["base player"]
+             for r in (2, 3)]
+    assert bases[0] == bases[1] == "sha256:" + hashlib.sha256((tmp_path / "round_1.zip").read_bytes()).hexdigest()
+    positions = [sum(s["positions"] for s in json.loads((tmp_path / f"round_{r}" / "labels.json").read_text())
+                     ["shards"].values()) for r in (2, 3)]
+    assert metrics["examples"] == sum(positions)
+
+
+def test_a_run_logs_its_generations_to_tensorboard(tmp_path: Path):
+    folder = tmp_path / "run"
+    config = parse_config(tiny(name="generations", total_timesteps=0, policy={"net_arch": [16]},
+                               eval={"every": 0, "final_pairs": 0},
+                               pretrain={"teacher": "rule", "labels": "search-values", "games": 4, "shard_games": 2,
+                                         "rounds": 2, "search_simulations": 20, "epochs": 1, "batch_size": 64,
+                                         "gate_pairs": 2}))
+    train(config, folder, quiet=True)
+    events = EventAccumulator(str(folder / "tb" / "generations"), size_guidance={"scalars": 0})
+    events.Reload()
+    tags = events.Tags()["scalars"]
+    assert {"generation/win_rate/rule", "generation/win_rate/previous", "generation/held_out_loss"} <= set(tags)
+    assert [e.step for e in events.Scalars("generation/win_rate/rule")] == [1, 2]

@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -27,6 +28,9 @@ from train.evaluation.distributed import RayExecutor  # noqa: E402
 from train.evaluation.matches import evaluate  # noqa: E402
 from train.sweeps.config import load_sweep  # noqa: E402
 from train.sweeps.report import TrialSummary, comparison_table  # noqa: E402
+from train.training import labelling  # noqa: E402
+from train.training.labelling import LabelJob, Workers  # noqa: E402
+from train.training.rollout_values import SearchLabels  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "sweeps" / "smoke.yaml"
@@ -217,3 +221,18 @@ def test_evaluate_address_without_ray_says_what_to_install(monkeypatch: pytest.M
     with pytest.raises(SystemExit) as exited:
         evaluate_main(["random", "--opponents", "rule", "--pairs", "1", "--address", "local"])
     assert exited.value.code == 2 and "pip install 'uno-rl[tune]'" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------ label shards on Ray
+def test_ray_labels_equal_the_local_pool(ray_session: str, tmp_path: Path):
+    job = LabelJob(games=4, shard_games=2, seed=1, round=1, deck_orders=1, belief="none", base="rule",
+                   search=SearchLabels(20))
+    with Workers(2) as local:
+        made_here, _ = labelling.run(job, tmp_path / "local", local, progress=False)
+    with Workers(address=ray_session) as cluster:  # joins the running session, and leaves it running
+        made_on_ray, _ = labelling.run(job, tmp_path / "ray", cluster, progress=False)
+    assert ray.is_initialized()
+    for a, b in zip(made_here, made_on_ray, strict=True):
+        assert np.array_equal(a, b, equal_nan=True)
+    written = [sorted(p.name for p in (tmp_path / where).iterdir()) for where in ("local", "ray")]
+    assert written[0] == written[1]
