@@ -203,6 +203,12 @@ class Workers:
                 self._executor = RayExecutor(None if self.address == "local" else self.address)
         return self._executor
 
+    @property
+    def width(self) -> int:
+        """How many tasks run at once: the processes, or the Ray cluster's CPUs."""
+        executor = self.get()
+        return executor.cpus if hasattr(executor, "cpus") else self.processes
+
     def renew(self) -> Executor:
         """A new executor in place of a broken one."""
         self.close()

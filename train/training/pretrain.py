@@ -221,7 +221,7 @@ def improve(model: Any, config: TrainConfig, seed: int, workdir: Path, workers: 
                 record["positions_per_second"] = made / labelled if made else None
                 if settings.gate_pairs:
                     record.update(_gate(network, workdir / f"round_{round_ - 1}.zip" if round_ > 1 else None,
-                                        config))
+                                        config, pool))
                 record["seconds"] = time.perf_counter() - started
                 write_text(record_path, json.dumps(record, indent=1) + "\n")
                 if log is not None:
@@ -281,11 +281,13 @@ def _fit_round(model: Any, config: TrainConfig, own_network: bool, observations:
     return {"student": student, "metrics": metrics}
 
 
-def _gate(network: Path, previous: Path | None, config: TrainConfig) -> dict[str, Any]:
-    """A round's network against ``rule``, ``random`` and the previous round's: win rates, intervals, kept or not."""
+def _gate(network: Path, previous: Path | None, config: TrainConfig, workers: Workers) -> dict[str, Any]:
+    """A round's network against ``rule``, ``random`` and the previous round's: win rates, intervals, kept or not.
+
+    The games run on the labelling's ``workers``, so Ctrl-C stops them as it stops the labelling."""
     opponents = ["rule", "random"] + ([str(previous)] if previous is not None and previous.exists() else [])
     results = evaluate(str(network), opponents, config.pretrain.gate_pairs, config.eval.seed,
-                       workers=config.eval.workers, n_particles=config.env.n_particles)
+                       workers=workers.width, n_particles=config.env.n_particles, executor=workers.get())
     record: dict[str, Any] = {}
     for name, result in zip(("rule", "random", "previous"), results, strict=False):
         low, high, _ = score_interval(result.pair_scores)
