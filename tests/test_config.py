@@ -189,6 +189,9 @@ def test_bad_literal_names_every_choice():
     ({"policy": {"net_arch": [64, 0]}}, "policy.net_arch", "[64, 0]", "positive"),
     ({"pretrain": {"round_net_arch": []}}, "pretrain.round_net_arch", "[]", "non-empty"),
     ({"pretrain": {"round_net_arch": [0]}}, "pretrain.round_net_arch", "[0]", "positive"),
+    ({"pretrain": {"shard_games": 0}}, "pretrain.shard_games", "0", "> 0"),
+    ({"pretrain": {"window": 0}}, "pretrain.window", "0", "> 0"),
+    ({"pretrain": {"gate_pairs": -5}}, "pretrain.gate_pairs", "-5", ">= 0"),
 ])
 def test_out_of_range(changes: dict[str, Any], key: str, value: str, rule: str):
     assert_names(error_of(with_(**changes)), key, value, rule)
@@ -268,6 +271,8 @@ _ROLLOUT = {"teacher": "rule", "labels": "rollout-values"}
      ["pretrain.search_belief", "'none'", "'particles'"]),
     ({"pretrain": {"teacher": "rule", "labels": "moves", "round_net_arch": [64]}},
      ["pretrain.round_net_arch", "labels: moves"]),
+    ({"pretrain": {"teacher": "rule", "labels": "moves", "gate_pairs": 100}}, ["pretrain.gate_pairs", "labels: moves"]),
+    ({"pretrain": {"teacher": "rule", "labels": "moves", "window": 2}}, ["pretrain.window", "labels: moves"]),
 ])
 def test_rollout_value_labels_refuse_what_they_cannot_compile(changes: dict[str, Any], parts: list[str]):
     assert_names(error_of(with_(**changes)), *parts)
@@ -416,7 +421,7 @@ def test_cli_resume_refuses_a_folder_without_checkpoints(tmp_path: Path, capsys:
     empty = tmp_path / "empty"
     empty.mkdir()
     status, err = run_cli(capsys, "--resume", str(empty))
-    assert status == 2 and str(empty / "config.yaml") in err and "does not exist" in err
+    assert status == 2 and f"cannot resume {empty}: it has no config.yaml" in err and "first command" in err
 
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)

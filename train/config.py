@@ -461,8 +461,11 @@ def _validate_rollout_values(config: TrainConfig) -> None:
     """``pretrain.labels: rollout-values`` (or ``search-values``) plays compiled base players: only those it can
     compile."""
     pretrain = config.pretrain
-    if pretrain.round_net_arch is not None and pretrain.labels == "moves":
-        raise ConfigError("pretrain.round_net_arch is for labels: rollout-values or search-values, got labels: moves")
+    if pretrain.labels == "moves":
+        for key, value, default in (("round_net_arch", pretrain.round_net_arch, None),
+                                    ("gate_pairs", pretrain.gate_pairs, 0), ("window", pretrain.window, 1)):
+            if value != default:
+                raise ConfigError(f"pretrain.{key} is for labels: rollout-values or search-values, got labels: moves")
     if pretrain.labels == "moves" or pretrain.teacher is None:
         return
     if pretrain.expert is not None:
