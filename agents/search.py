@@ -166,8 +166,9 @@ class SearchPolicy:
             (``None``: UCB1 with ``exploration``); needs a network's actor as ``rollout``.
 
     After each searched decision, ``last_simulations`` holds how many simulations ran and ``last_root`` each root
-    action's visits and summed reward (win 1, draw 1/2, loss 0); ``searches`` and
-    ``search_seconds`` count the searched decisions and their time (belief update included) since construction.
+    action's visits and summed reward (win 1, draw 1/2, loss 0, or a leaf's value on that scale); ``searches``,
+    ``search_seconds`` and ``search_simulations`` count the searched decisions, their time (belief update included)
+    and their simulations since construction.
     """
 
     #: The player keeps its own belief (``belief``), fed from the plain views: the seat encodes nothing extra.
@@ -228,6 +229,7 @@ class SearchPolicy:
         self.last_root: dict[int, tuple[int, float]] = {}
         self.searches = 0
         self.search_seconds = 0.0
+        self.search_simulations = 0
         self._tracker: Any = None
         self.reset(None)
 
@@ -297,6 +299,7 @@ class SearchPolicy:
             stop = limit if self.time_ms is None else done + 1
             done = self._run(root, worlds, done, stop)
         self.last_simulations = done
+        self.search_simulations += done
         self.last_root = {action: (int(root.visits[i]), float(root.totals[i])) for i, action in enumerate(legal)}
         best = int(np.argmax(root.visits))  # the most visited action, the first of equals
         if self.keep_default_z is None or (self.rollout_policy is None and self._actor is None):
