@@ -1,14 +1,16 @@
-"""A trained network's deterministic move inside compiled playouts: a checkpoint's actor for the numba kernels.
+"""A trained network's deterministic move inside compiled playouts: a checkpoint's actor (and critic) for numba.
 
 :func:`actor_params` reads the weights of a MaskablePPO actor out of the torch network once, for the kernels of
 :mod:`agents.actor_kernels`: :func:`~agents.actor_kernels.actor_choice` (the actor's deterministic move, encoded
 and computed in numba) and :func:`~agents.actor_kernels.actor_simulate` (a playout with the actor on one seat).
-:func:`compiled_opponent` seats the actor as the opponent of the native vector env.
+:func:`value_params` reads the critic the same way, for :func:`~agents.actor_kernels.value_of` (the search's leaf
+values, :mod:`agents.search`). :func:`compiled_opponent` seats the actor as the opponent of the native vector env.
 
 Why a second forward pass besides torch's: rollout labels (:mod:`train.training.rollout_values`) continue
 millions of simulated games with the improved player; a torch call per move costs tens of microseconds of
-dispatch for a few hundred thousand multiply-adds, so the playouts would spend their time in Python. The test
-(tests/test_compiled_actor.py) holds the two forward passes to the same moves.
+dispatch for a few hundred thousand multiply-adds, so the playouts would spend their time in Python. The tests
+(tests/test_compiled_actor.py, tests/test_guided_search.py) hold the two forward passes to the same moves and
+values.
 
 Only networks trained with ``belief="none"`` compile: the belief trackers are not compiled code.
 """
@@ -35,19 +37,37 @@ def actor_params(policy: PPOPolicy) -> tuple:
         ValueError: if the network was trained with belief features, or its feature extractor or activations
             are not the plain MLP (flatten, then linear layers with tanh or ReLU) that the kernel computes.
     """
-    network = policy.network
+    net = policy.network
+    return _mlp_params(policy, "actor", net.pi_features_extractor, net.mlp_extractor.policy_net, net.action_net)
+
+
+def value_params(policy: PPOPolicy) -> tuple:
+    """The ``params`` of :func:`~agents.actor_kernels.value_of` for ``policy``'s critic (``mlp_extractor.value_net``,
+    then ``value_net``), in the shape of :func:`actor_params`'s.
+
+    Raises:
+        ValueError: as :func:`actor_params` does, for the critic's layers.
+    """
+    net = policy.network
+    return _mlp_params(policy, "critic", net.vf_features_extractor, net.mlp_extractor.value_net, net.value_net)
+
+
+def _mlp_params(policy: PPOPolicy, role: str, extractor: torch.nn.Module, hidden: torch.nn.Sequential,
+                head: torch.nn.Linear) -> tuple:
+    """Weights, biases, activation and buffers of the network's ``role`` (actor or critic): ``extractor``, then
+    the ``hidden`` layers, then ``head``."""
     if policy.belief != "none" or policy.observation_size != BASE_SIZE:
         raise ValueError(f"{policy.name}: only networks trained with belief='none' compile (this one has "
                          f"belief={policy.belief!r}); belief trackers are not compiled code")
-    if not isinstance(network.pi_features_extractor, FlattenExtractor):
-        raise ValueError(f"{policy.name}: the actor's feature extractor is "
-                         f"{type(network.pi_features_extractor).__name__}; only a flatten compiles")
-    linear = [m for m in network.mlp_extractor.policy_net if isinstance(m, torch.nn.Linear)]
-    activations = {type(m) for m in network.mlp_extractor.policy_net if not isinstance(m, torch.nn.Linear)}
+    if not isinstance(extractor, FlattenExtractor):
+        raise ValueError(f"{policy.name}: the {role}'s feature extractor is {type(extractor).__name__}; only a "
+                         "flatten compiles")
+    linear = [m for m in hidden if isinstance(m, torch.nn.Linear)]
+    activations = {type(m) for m in hidden if not isinstance(m, torch.nn.Linear)}
     if len(activations) > 1 or not activations <= set(_ACTIVATION_CODES):
-        raise ValueError(f"{policy.name}: activations {sorted(a.__name__ for a in activations)} do not compile; "
-                         f"expected one of {sorted(a.__name__ for a in _ACTIVATION_CODES)}")
-    layers = [*linear, network.action_net]
+        raise ValueError(f"{policy.name}: the {role}'s activations {sorted(a.__name__ for a in activations)} do "
+                         f"not compile; expected one of {sorted(a.__name__ for a in _ACTIVATION_CODES)}")
+    layers = [*linear, head]
     weights = tuple(np.ascontiguousarray(layer.weight.detach().numpy(), dtype=np.float32) for layer in layers)
     biases = tuple(np.ascontiguousarray(layer.bias.detach().numpy(), dtype=np.float32) for layer in layers)
     activation = _ACTIVATION_CODES[activations.pop()] if activations else TANH

@@ -3,7 +3,8 @@
 At each decision with more than one legal action, :class:`SearchPolicy` runs simulations until its
 budget (a number of simulations, milliseconds, or both: whichever ends first) is spent. Each simulation
 
-1. picks a root action by UCB1 over the legal actions (each tried once first);
+1. picks a root action by UCB1 over the legal actions (each tried once first), or by PUCT with a network's
+   policy as the prior (below);
 2. **determinizes**: takes a *world*, i.e. an opponent hand drawn from the seat's belief
    (:mod:`uno_env.belief`: card counting or particle filter) with a uniformly shuffled deck of the
    other unseen cards, a full :class:`~uno_env.game.Game` consistent with everything the seat has seen;
@@ -25,9 +26,22 @@ two moves:
 * **Common random numbers.** The k-th simulation of every root action runs in the same world k (same
   hidden hand, deck order and random stream), so root actions are compared on equal luck.
 * **The rollout policy's move is the default.** The search plays the most visited root action only if
-  it beats the rollout policy's own move on the worlds both were tried in by more than
-  ``keep_default_z`` standard errors (a paired comparison); otherwise it keeps the default move.
+  it beats the rollout policy's own move (a network's: its highest logit) on the worlds both were tried in by
+  more than ``keep_default_z`` standard errors (a paired comparison); otherwise it keeps the default move.
   With a good rollout policy, noise can then rarely make the player worse than that policy.
+
+A network can guide the one-level compiled search beyond playing the searching seat's rollouts
+(``rollout=actor_params(policy)``; issue 26):
+
+* **Its critic scores leaves** (``value=value_params(policy)``, ``leaf_moves=K``): a simulation applies the root
+  action, plays on with the rollout policies for ``K`` of the searching seat's decisions, and if the game is still
+  running at its next decision, the critic's estimate there is the simulation's reward
+  (:func:`agents.search_kernels.leaf_reward`): shorter simulations, more of them, and no rollout noise after the
+  leaf, at the price of the critic's bias.
+* **Its policy is the prior at the root** (``prior=C``): root actions are chosen by PUCT,
+  ``mean + C * P(a) * sqrt(N) / (1 + n(a))`` with ``P`` the softmax of the actor's logits over the legal actions
+  (:func:`agents.search_kernels.select_root`), after each action was tried once, so the simulations go to the moves
+  the network likes unless their results say otherwise. Common random numbers hold as without a prior.
 
 The tree is one level deep by default (``tree_depth=1``: UCB over the legal actions at the root
 information set, rollouts below). Deeper trees are supported, but at the few hundred simulations per
@@ -68,9 +82,10 @@ from typing import Any
 
 import numpy as np
 
+from agents.actor_kernels import actor_choice, forward
 from agents.search_kernels import deal_worlds, run_root, select_root
 from uno_env.belief import BeliefKind, make_belief
-from uno_env.cards import COPIES, NUM_CARD_TYPES
+from uno_env.cards import COPIES, NUM_ACTIONS, NUM_CARD_TYPES
 from uno_env.core import DECK, DECK_LEN, HANDS, RANDOM_POLICY, RULE_POLICY, STATE_SIZE, pack_state, seed_stream
 from uno_env.game import Game
 from uno_env.match import GameResult, play_game
@@ -138,14 +153,22 @@ class SearchPolicy:
             player on its seat and the opponent it trains against on the other.
         exploration: the UCB1 constant ``c`` in ``mean + c * sqrt(ln(available) / visits)``; rewards are in [0, 1].
         tree_depth: tree levels before rollouts take over (1: root actions only; ``None``: unlimited).
-        keep_default_z: with a Policy for rollouts, play the search's choice only if it beats that policy's
-            own move by more than this many standard errors on shared worlds (``None``: always the search's).
+        keep_default_z: with a Policy or a network for rollouts, play the search's choice only if it beats that
+            policy's own move (the network's: its highest logit) by more than this many standard errors on shared
+            worlds (``None``: always the search's).
         opponent_policy: passed to the particle filter for its optional policy-aware likelihood.
         clock: seconds as a float; the time budget reads it (tests pass a fake clock).
+        value: a network's critic (:func:`agents.compiled_actor.value_params`) that scores each simulation after
+            ``leaf_moves`` of the searching seat's decisions; needs a network's actor as ``rollout``.
+        leaf_moves: the searching seat's decisions a simulation plays (by ``rollout``'s network) before the critic
+            scores its next one; 0: right after the opponent's reply to the root action. Only with ``value``.
+        prior: the PUCT constant ``C`` of the root's selection with the ``rollout`` network's policy as the prior
+            (``None``: UCB1 with ``exploration``); needs a network's actor as ``rollout``.
 
     After each searched decision, ``last_simulations`` holds how many simulations ran and ``last_root`` each root
-    action's visits and summed reward (win 1, draw 1/2, loss 0); ``searches`` and
-    ``search_seconds`` count the searched decisions and their time (belief update included) since construction.
+    action's visits and summed reward (win 1, draw 1/2, loss 0, or a leaf's value on that scale); ``searches``,
+    ``search_seconds`` and ``search_simulations`` count the searched decisions, their time (belief update included)
+    and their simulations since construction.
     """
 
     #: The player keeps its own belief (``belief``), fed from the plain views: the seat encodes nothing extra.
@@ -164,6 +187,9 @@ class SearchPolicy:
         keep_default_z: float | None = 1.0,
         opponent_policy: Policy | None = None,
         clock: Callable[[], float] = time.perf_counter,
+        value: tuple | None = None,
+        leaf_moves: int | None = None,
+        prior: float | None = None,
     ) -> None:
         if simulations is None and time_ms is None:
             raise ValueError("set a budget: simulations, time_ms, or both")
@@ -181,6 +207,8 @@ class SearchPolicy:
         self._actor = rollout if isinstance(rollout, tuple) else None
         if self._actor is not None and opponent_rollout is None:
             raise ValueError("a network's actor rolls out the searching seat only: set opponent_rollout too")
+        _check_guidance(self._actor, value, leaf_moves, prior)
+        self.value, self.leaf_moves, self.prior = value, leaf_moves, prior
         self.rollout_policy = None if rollout == "random" or self._actor is not None else make_policy(rollout)
         self.opponent_rollout_policy = self.rollout_policy if opponent_rollout is None else (
             None if opponent_rollout == "random" else make_policy(opponent_rollout))
@@ -201,6 +229,7 @@ class SearchPolicy:
         self.last_root: dict[int, tuple[int, float]] = {}
         self.searches = 0
         self.search_seconds = 0.0
+        self.search_simulations = 0
         self._tracker: Any = None
         self.reset(None)
 
@@ -260,6 +289,8 @@ class SearchPolicy:
         worlds = _Worlds(self, view)
         limit = self.simulations if self.simulations is not None else math.inf
         root = _Root(legal, self._try_order(len(legal), limit))
+        if self.prior is not None:
+            root.priors = self._priors(root, worlds)
         deadline = math.inf if self.time_ms is None else self.clock() + self.time_ms / 1000.0
         done = 0
         while done < limit and (done == 0 or self.clock() < deadline):
@@ -268,14 +299,32 @@ class SearchPolicy:
             stop = limit if self.time_ms is None else done + 1
             done = self._run(root, worlds, done, stop)
         self.last_simulations = done
+        self.search_simulations += done
         self.last_root = {action: (int(root.visits[i]), float(root.totals[i])) for i, action in enumerate(legal)}
         best = int(np.argmax(root.visits))  # the most visited action, the first of equals
-        if self.rollout_policy is None or self.keep_default_z is None:
+        if self.keep_default_z is None or (self.rollout_policy is None and self._actor is None):
             return legal[best]
-        default = legal.index(self.rollout_policy.act(view))
+        default = self._default(view, root, worlds)
         if best != default and _beats(root.rewards_of(best), root.rewards_of(default), self.keep_default_z):
             return legal[best]
         return legal[default]
+
+    def _default(self, view: PublicView, root: _Root, worlds: _Worlds) -> int:
+        """The index of the rollout policy's own move at the root: a Policy's, or the network's highest logit."""
+        if self._actor is None:
+            return view.legal_actions.index(self.rollout_policy.act(view))
+        move = actor_choice(worlds.decision_state(), root.actions, len(root.actions), self._actor)
+        return int(np.flatnonzero(root.actions == move)[0])
+
+    def _priors(self, root: _Root, worlds: _Worlds) -> np.ndarray:
+        """The rollout network's policy over the root actions: the softmax of its logits on the legal ones.
+
+        The actor reads only the searching seat's public information, which every world shares, so one world's
+        state gives the decision's logits.
+        """
+        logits = forward(worlds.decision_state(), root.actions, len(root.actions), self._actor)[root.actions]
+        weights = np.exp(logits.astype(np.float64) - logits.max())
+        return weights / weights.sum()
 
     def _try_order(self, actions: int, limit: float) -> np.ndarray:
         """The order in which the first simulations try the root actions (indices), each once: seeded, random."""
@@ -294,7 +343,8 @@ class SearchPolicy:
             while done < stop:
                 done = run_root(worlds.states, worlds.seeds, root.actions, root.order, root.visits, root.totals,
                                 root.rewards, done, stop, self.exploration, *self._compiled_rollout, self._actor,
-                                _MAX_ROLLOUT_ACTIONS)
+                                _MAX_ROLLOUT_ACTIONS, self.value, self.leaf_moves or 0, root.priors,
+                                self.prior or 0.0)
                 if done < stop:  # the next simulation needs a world not drawn yet
                     worlds.extend()
                     root.fit(len(worlds))
@@ -381,8 +431,9 @@ class _Root:
     """The root's statistics, by the index of each action among the legal ones (the arrays of :func:`run_root`).
 
     ``visits`` and ``totals`` (summed rewards) per action; ``rewards[i, k]`` is action ``i``'s reward in world
-    ``k``, filled for ``k < visits[i]``; ``order`` is the order of the first tries; ``children`` holds the tree
-    nodes below the root when the search runs in Python (deeper trees, Policy rollouts).
+    ``k``, filled for ``k < visits[i]``; ``order`` is the order of the first tries; ``priors`` the network's
+    policy over the actions when it guides the selection (else ``None``); ``children`` holds the tree nodes below
+    the root when the search runs in Python (deeper trees, Policy rollouts).
     """
 
     def __init__(self, legal: list[int], order: np.ndarray) -> None:
@@ -391,6 +442,7 @@ class _Root:
         self.visits = np.zeros(len(legal), dtype=np.int64)
         self.totals = np.zeros(len(legal))
         self.rewards = np.zeros((len(legal), _SAMPLE_BATCH))
+        self.priors: np.ndarray | None = None
         self.children: dict[int, _Node] = {}
 
     def fit(self, worlds: int) -> None:
@@ -451,6 +503,12 @@ class _Worlds:
         """Each world's seed of its random stream."""
         return self._seeds[:self.count]
 
+    def decision_state(self) -> np.ndarray:
+        """World 0's packed state: the decision as the searching seat sees it (its public part is every world's)."""
+        if self.count == 0:
+            self.extend()  # the batch the first simulation draws anyway, drawn a little earlier
+        return self._states[0]
+
     def get(self, k: int) -> tuple[Game, _Uniforms]:
         """World ``k`` as a fresh game (this seat to move) and its random stream."""
         while self.count <= k:
@@ -481,6 +539,24 @@ class _Worlds:
         deal_worlds(self.base, self.unseen, hands, self.opponent_hand_size, sampled, self.stream,
                     self._states[self.count:end], self._seeds[self.count:end])
         self.count = end
+
+
+def _check_guidance(actor: tuple | None, value: tuple | None, leaf_moves: int | None, prior: float | None) -> None:
+    """Refuse network guidance the search cannot use: a critic or a prior without a network's actor rolling out, a
+    critic without ``leaf_moves`` (or the reverse), or parameters of the wrong head."""
+    if actor is not None and actor[0][-1].shape[0] != NUM_ACTIONS:
+        raise ValueError("rollout: a network's actor has one output per action; use actor_params, not value_params")
+    if (value is not None or prior is not None) and actor is None:
+        raise ValueError("a value head or a prior guides the search with a network's actor rolling out the searching "
+                         "seat: set rollout=actor_params(policy) (and opponent_rollout)")
+    if value is not None and (not isinstance(value, tuple) or value[0][-1].shape[0] != 1):
+        raise ValueError("value must be a critic's params, value_params(policy), with one output")
+    if (value is None) != (leaf_moves is None):
+        raise ValueError("a value head and leaf_moves go together: set both or neither")
+    if leaf_moves is not None and (not isinstance(leaf_moves, int) or isinstance(leaf_moves, bool) or leaf_moves < 0):
+        raise ValueError(f"leaf_moves must be a non-negative int, got {leaf_moves!r}")
+    if prior is not None and not (isinstance(prior, int | float) and prior > 0 and math.isfinite(prior)):
+        raise ValueError(f"prior (the PUCT constant) must be a positive number or None, got {prior!r}")
 
 
 def _kernel_code(policy: Policy | None) -> int | None:
