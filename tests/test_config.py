@@ -192,6 +192,7 @@ def test_bad_literal_names_every_choice():
     ({"pretrain": {"shard_games": 0}}, "pretrain.shard_games", "0", "> 0"),
     ({"pretrain": {"window": 0}}, "pretrain.window", "0", "> 0"),
     ({"pretrain": {"gate_pairs": -5}}, "pretrain.gate_pairs", "-5", ">= 0"),
+    ({"pretrain": {"search_leaf_moves": -1}}, "pretrain.search_leaf_moves", "-1", ">= 0"),
 ])
 def test_out_of_range(changes: dict[str, Any], key: str, value: str, rule: str):
     assert_names(error_of(with_(**changes)), key, value, rule)

@@ -541,3 +541,22 @@ def test_a_run_logs_its_generations_to_tensorboard(tmp_path: Path):
     tags = events.Tags()["scalars"]
     assert {"generation/win_rate/rule", "generation/win_rate/previous", "generation/held_out_loss"} <= set(tags)
     assert [e.step for e in events.Scalars("generation/win_rate/rule")] == [1, 2]
+
+
+def test_search_leaf_moves_guide_the_labels_once_a_network_is_the_base(tmp_path: Path):
+    # Round 1's base is random (no critic): its labels are the unguided ones. Round 2's base is round 1's network,
+    # whose critic then scores the search's leaves: other labels for the same positions.
+    labels = {}
+    for leaf_moves in (None, 0):
+        config = parse_config(tiny(total_timesteps=0, policy={"net_arch": [16]}, eval={"workers": 1},
+                                   pretrain={"teacher": "random", "labels": "search-values", "games": 4,
+                                             "shard_games": 2, "rounds": 2, "round_net_arch": [8],
+                                             "search_simulations": 20, "search_leaf_moves": leaf_moves,
+                                             "epochs": 1, "batch_size": 64}))
+        folder = tmp_path / str(leaf_moves)
+        model = MaskablePPO("MlpPolicy", UnoEnv(), device="cpu", policy_kwargs={"net_arch": [16]})
+        improve(model, config, seed=0, workdir=folder)
+        labels[leaf_moves] = [np.load(folder / f"round_{r}" / "shard_00000.npz")["values"] for r in (1, 2)]
+    assert np.array_equal(labels[None][0], labels[0][0], equal_nan=True)
+    assert labels[None][1].shape == labels[0][1].shape  # the same positions (the base's moves do not change)...
+    assert not np.array_equal(labels[None][1], labels[0][1], equal_nan=True)  # ...valued otherwise

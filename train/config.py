@@ -144,6 +144,10 @@ class PretrainConfig:
     as the next round's base instead of the run's network: a small one keeps the playouts that run it cheap (they
     cost about 3 times the rule player's with 64x64, 26 times with a 256x256 tanh network).
 
+    ``search_leaf_moves`` guides that search by the base network (from round 2 on, or a checkpoint teacher): each
+    simulation stops after that many of the learner's decisions and the network's critic scores it, instead of
+    playing to the end (``null``: to the end; rounds whose base is ``rule`` or ``random`` always play to the end).
+
     The labels of a round are made in shards of ``shard_games`` games, each saved as soon as it is made
     (:mod:`train.training.labelling`), so a run killed while labelling resumes without relabelling them. Each round
     (a generation of expert iteration) fits on the labels of its last ``window`` rounds; with ``gate_pairs`` > 0
@@ -165,6 +169,7 @@ class PretrainConfig:
     base_bonus: float = field(default=0.1, metadata=_check(_non_negative))
     search_simulations: int = field(default=800, metadata=_check(_bounded(1, 1_000_000)))
     search_belief: Literal["counting", "particles", "aware"] = "counting"
+    search_leaf_moves: int | None = field(default=None, metadata=_check(_non_negative))
     round_net_arch: list[int] | None = None
     shard_games: int = field(default=50, metadata=_check(_bounded(1, 1_000_000)))
     window: int = field(default=1, metadata=_check(_positive))

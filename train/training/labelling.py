@@ -101,6 +101,7 @@ class LabelJob:
         else:
             settings["pretrain.search_simulations"] = self.search.simulations
             settings["pretrain.search_belief"] = self.search.belief
+            settings["pretrain.search_leaf_moves"] = self.search.leaf_moves
         return settings
 
 

@@ -36,7 +36,7 @@ import torch
 from sb3_contrib import MaskablePPO
 
 from agents.actor_kernels import actor_choice, actor_simulate
-from agents.compiled_actor import actor_params
+from agents.compiled_actor import actor_params, value_params
 from agents.ppo import PPOPolicy
 from agents.search import SearchPolicy
 from train.evaluation.matches import make_executor
@@ -81,7 +81,10 @@ class BasePlayer:
     def __init__(self, base: str | Path = "rule") -> None:
         self.name = str(base)
         self.policy = BUILT_IN_BASES.get(self.name)
-        self.params = None if self.policy is not None else actor_params(PPOPolicy.load(base))
+        network = None if self.policy is not None else PPOPolicy.load(base)
+        self.params = None if network is None else actor_params(network)
+        #: The network's critic, compiled: what a guided search's leaves are scored by (None for a built-in player).
+        self.value = None if network is None else value_params(network)
 
     def move(self, state: np.ndarray, legal: np.ndarray, n: int, stream: np.ndarray) -> int:
         """Its choice among ``legal[:n]`` for the seat to move of a kernel state."""
@@ -146,17 +149,25 @@ class SearchLabels:
     simulations: int = 800
     belief: SearchBelief = "counting"
     exploration: float = 1e6
+    leaf_moves: int | None = None
 
     def __post_init__(self) -> None:
         if self.belief not in SEARCH_BELIEFS:
             raise ValueError(f"search belief must be one of {', '.join(SEARCH_BELIEFS)}, got {self.belief!r}")
 
     def player(self, base: BasePlayer) -> SearchPolicy:
-        """A fresh search player with these settings, whose rollouts continue with ``base`` on its own seat."""
+        """A fresh search player with these settings, whose rollouts continue with ``base`` on its own seat.
+
+        With ``leaf_moves`` and a network as the base, each simulation stops after that many of the seat's decisions
+        and the network's critic scores it (:class:`~agents.search.SearchPolicy`'s ``value``): the guided search of
+        expert iteration. A built-in base has no critic, and its simulations play to the end.
+        """
         aware = self.belief == "aware"
+        guided = self.leaf_moves is not None and base.value is not None
         return SearchPolicy(simulations=self.simulations, belief="particles" if aware else self.belief,
                             rollout=base.name if base.params is None else base.params, opponent_rollout="rule",
-                            exploration=self.exploration, opponent_policy=RulePolicy() if aware else None)
+                            exploration=self.exploration, opponent_policy=RulePolicy() if aware else None,
+                            value=base.value if guided else None, leaf_moves=self.leaf_moves if guided else None)
 
 
 class _Labeller:
