@@ -209,16 +209,17 @@ class _Labeller:
             return int(self.legal[0])
         move = self.base.move(state, self.legal, n, self.stream)
         values = move_values(game, self.deck_orders, self.rng, self.base) if self.search is None else \
-            self._search_values()
+            root_values(self.search)
         self.records.append((np.asarray(view.observation, np.float32), values.astype(np.float32), move))
         return move
 
-    def _search_values(self) -> np.ndarray:
-        """The last search's mean outcome of each root move on the +-1 scale (NaN: illegal)."""
-        values = np.full(NUM_ACTIONS, np.nan)
-        for action, (visits, total) in self.search.last_root.items():
-            values[action] = 2.0 * total / visits - 1.0
-        return values
+
+def root_values(search: SearchPolicy) -> np.ndarray:
+    """A search's last decision as labels: each root move's mean outcome on the +-1 scale (NaN: illegal)."""
+    values = np.full(NUM_ACTIONS, np.nan)
+    for action, (visits, total) in search.last_root.items():
+        values[action] = 2.0 * total / visits - 1.0
+    return values
 
 
 def collect(games: int, seed: int, deck_orders: int, belief: BeliefKind, base: str | Path = "rule",
