@@ -33,6 +33,8 @@ RULES = {
     "pretrain.epochs": "positive",
     "pretrain.learning_rate": "positive", "pretrain.batch_size": "positive", "pretrain.deck_orders": "positive",
     "pretrain.base_bonus": "non_negative", "pretrain.search_simulations": "positive",
+    "pretrain.search_leaf_moves": "non_negative", "pretrain.shard_games": "positive", "pretrain.window": "positive",
+    "pretrain.gate_pairs": "non_negative",
     "eval.every": "non_negative", "eval.pairs": "positive", "eval.final_pairs": "non_negative",
     "eval.workers": "positive", "eval.belief_games": "non_negative",
 }
