@@ -19,7 +19,7 @@ from agents.actor_kernels import actor_simulate, value_of
 from agents.compiled_actor import actor_params, value_params
 from agents.ppo import PPOPolicy
 from agents.search import OracleSearchPolicy, SearchPolicy, _Root, _Worlds
-from agents.search_kernels import reward_of, run_root, select_root, value_reward
+from agents.search_kernels import leaf_reward, reward_of, run_root, select_root, value_reward
 from uno_env import UnoEnv, core
 from uno_env.game import Game
 from uno_env.observation import SeatObserver
@@ -141,17 +141,27 @@ def test_a_leaf_beyond_the_games_end_scores_what_the_playout_scores():
 
 
 def test_leaf_moves_count_the_searching_seats_decisions():
-    # Deeper leaves let some games end first: the root values move away from the critic's 0.75 as leaf_moves grows.
+    # The same world and seed replay the same game up to any leaf, so a simulation that ends before leaf K ends so
+    # before every deeper leaf; the critic's 0.75 (no game result) marks the simulations that reached their leaf.
     game = _leaf_position()
-    means = []
-    for leaf_moves in (0, 1, 6):
-        player = OracleSearchPolicy(lambda: game.hands[1], simulations=120, rollout=_rigged_actor(None),
-                                    opponent_rollout="rule", value=_rigged_critic(0.5), leaf_moves=leaf_moves)
-        player.act(_start(player, game, 5))
-        means.append(sum(t for _, t in player.last_root.values()) / 120)
-    assert means[0] == 0.75
-    assert means[1] != means[2]
-    assert abs(means[2] - 0.75) > 0.02
+    actor, critic = _rigged_actor(None), _rigged_critic(0.5)
+    player = OracleSearchPolicy(lambda: game.hands[1], simulations=8)
+    view = _start(player, game, 5)
+    worlds = _Worlds(player, view)
+    worlds.extend()
+    rewards = np.array([[leaf_reward(state, view.legal_actions[k % 6], core.RULE_POLICY, actor, critic, leaf_moves,
+                                     seed, 3000) for k, (state, seed) in enumerate(zip(worlds.states, worlds.seeds,
+                                                                                       strict=True))]
+                        for leaf_moves in (0, 1, 2, 3, 6, 10_000)])
+    reached = rewards == 0.75
+    assert reached[0].all() and not reached[-1].any()
+    assert reached[1].sum() < len(worlds) and reached[2].sum() < reached[1].sum()
+    for shallow, deep in zip(rewards[:-1], rewards[1:], strict=True):
+        ended = shallow != 0.75
+        assert (deep[ended] == shallow[ended]).all()
+    playouts = [reward_of(actor_simulate(state, view.legal_actions[k % 6], 0, core.RULE_POLICY, actor, seed, 3000))
+                for k, (state, seed) in enumerate(zip(worlds.states, worlds.seeds, strict=True))]
+    assert rewards[-1].tolist() == playouts
 
 
 def test_select_root_without_priors_is_ucb1_and_with_priors_puct():
@@ -190,7 +200,7 @@ def test_the_prior_steers_the_visits_to_the_networks_favourite():
     actor = _rigged_actor(favourite)
     without, guided = _visits(None, actor), _visits(5.0, actor)
     assert set(without) == {act("red:5"), act("blue:5"), favourite}
-    assert guided[favourite] > 0.9 * 400 > without[favourite] + 100
+    assert guided[favourite] > 0.95 * 400 and without[favourite] < 0.75 * 400
     # A uniform prior spreads the visits by the results alone: no action is steered to 90%.
     assert max(_visits(5.0, _rigged_actor(None)).values()) < 0.9 * 400
 
