@@ -1,0 +1,109 @@
+"""Expert iteration's generations: the curve of each run, and the last generation against the first on fresh deals.
+
+    python benchmarks/generations.py runs/ei-a runs/ei-b --labels unguided guided --out docs/figures/generations.png \
+        --pairs 2000 --seed 12346
+
+Reads the warm start's records of each run folder (``pretrain/round_K.json``, written by
+:func:`train.training.pretrain.improve` as each generation ends: win rates against ``rule``, ``random`` and the
+generation before on the gate's deal pairs, with 95% bounds, the fit's held-out metrics, positions per second and
+seconds), prints them as a Markdown table and draws the win rates against ``rule`` and ``random`` by generation,
+each with its interval as a band. Those win rates are measured on the gate's deals (``eval.seed``), which chose the
+kept generations.
+
+With ``--pairs``, the first and the last generation's networks (``pretrain/round_1.zip``, ``pretrain/round_N.zip``)
+of each run play ``rule`` again on that many fresh deal pairs of ``--seed``, and the table gets the paired difference
+last minus first with its 95% interval (:func:`train.evaluation.statistics.difference_interval`): whether the run
+climbed, on deals that chose nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only: no display on a CI machine
+import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
+
+from train.evaluation.matches import evaluate  # noqa: E402
+from train.evaluation.statistics import difference_interval  # noqa: E402
+
+_ROUND = re.compile(r"round_(\d+)\.json")
+
+
+def read_generations(run: Path) -> list[dict]:
+    """A run's generation records, in order, each with its ``generation`` number."""
+    found = sorted((int(m.group(1)), path) for path in (run / "pretrain").glob("round_*.json")
+                   if (m := _ROUND.fullmatch(path.name)))
+    if not found:
+        raise SystemExit(f"generations: {run} has no pretrain/round_*.json (is it a search-values run folder?)")
+    return [{"generation": number, **json.loads(path.read_text())} for number, path in found]
+
+
+def _cell(record: dict, key: str) -> str:
+    if key not in record:
+        return "-"
+    return f"{record[key]:.1%} ({record[key + '/low']:.1%}-{record[key + '/high']:.1%})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="training run folders")
+    parser.add_argument("--labels", nargs="+", help="one label per run (default: the folder names)")
+    parser.add_argument("--out", type=Path, help="the figure to write (.png or .svg)")
+    parser.add_argument("--pairs", type=int, default=0, help="fresh deal pairs for last minus first (0: none)")
+    parser.add_argument("--seed", type=int, default=12346, help="the fresh deals' seed")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args(argv)
+    labels = args.labels or [run.name for run in args.runs]
+    if len(labels) != len(args.runs):
+        parser.error(f"--labels needs one label per run: {len(args.runs)} runs, {len(labels)} labels")
+    curves = [read_generations(run) for run in args.runs]
+    for label, records in zip(labels, curves, strict=True):
+        print(f"\n{label}\n")
+        print("| generation | vs rule | vs random | vs previous | kept | held-out agreement | positions/s | seconds |")
+        print("| ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |")
+        for r in records:
+            rate = r.get("positions_per_second")
+            print(f"| {r['generation']} | {_cell(r, 'win_rate/rule')} | {_cell(r, 'win_rate/random')} | "
+                  f"{_cell(r, 'win_rate/previous')} | {'yes' if r.get('kept', True) else 'no'} | "
+                  f"{r['metrics']['held_out_agreement']:.1%} | {'-' if rate is None else f'{rate:,.0f}'} | "
+                  f"{r['seconds']:,.0f} |")
+    if args.pairs:
+        print(f"\nlast minus first generation against rule, {args.pairs} deal pairs of seed {args.seed}:\n")
+        print("| run | first | last | last minus first (95% CI) |")
+        print("| --- | ---: | ---: | ---: |")
+        for label, run, records in zip(labels, args.runs, curves, strict=True):
+            first, last = (run / "pretrain" / f"round_{records[n]['generation']}.zip" for n in (0, -1))
+            scores = [evaluate(str(path), ["rule"], args.pairs, args.seed, workers=args.workers)[0]
+                      for path in (first, last)]
+            difference, low, high = difference_interval(scores[1].pair_scores, scores[0].pair_scores)
+            print(f"| {label} | {scores[0].score:.1%} | {scores[1].score:.1%} | {difference:+.1%} "
+                  f"({low:+.1%} .. {high:+.1%}) |")
+    if args.out:
+        figure, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharex=True)
+        for ax, opponent in zip(axes, ("rule", "random"), strict=True):
+            key = f"win_rate/{opponent}"
+            for label, records in zip(labels, curves, strict=True):
+                rows = [r for r in records if key in r]
+                x = [r["generation"] for r in rows]
+                ax.plot(x, [r[key] for r in rows], marker="o", label=label)
+                ax.fill_between(x, [r[key + "/low"] for r in rows], [r[key + "/high"] for r in rows], alpha=0.2)
+            ax.axhline(0.5, color="grey", linewidth=0.8)
+            ax.set_title(f"against {opponent}")
+            ax.set_xlabel("generation")
+            ax.set_ylabel("win rate (gate deals, 95% CI)")
+        axes[0].legend()
+        figure.tight_layout()
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        figure.savefig(args.out, dpi=110)
+        print(f"\nwrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
