@@ -143,6 +143,16 @@ def group_gone(pgid: int, within: float = 10.0) -> bool:
     return False
 
 
+def labelling_run(config: Path, run: Path) -> subprocess.Popen:
+    """``uno-train config --run-dir run``, once its first label shard is on disk (labelling has begun)."""
+    process = start([str(config), "--run-dir", str(run)])
+    deadline = time.monotonic() + 120
+    while not list((run / "pretrain" / "round_1").glob("shard_*.npz")):
+        assert time.monotonic() < deadline and process.poll() is None, process.stderr.read()
+        time.sleep(0.2)
+    return process
+
+
 def test_kill_9_at_random_moments_then_resume_gives_the_same_labels_and_model(tmp_path: Path):
     config = config_file(tmp_path)
     whole = tmp_path / "whole"
@@ -172,11 +182,7 @@ def test_kill_9_at_random_moments_then_resume_gives_the_same_labels_and_model(tm
 def test_ctrl_c_while_labelling_stops_within_seconds_keeps_the_shards_and_leaves_no_process(tmp_path: Path):
     config = config_file(tmp_path, games=400, rounds=1, search_simulations=200)
     run = tmp_path / "run"
-    process = start([str(config), "--run-dir", str(run)])
-    deadline = time.monotonic() + 120
-    while not list((run / "pretrain" / "round_1").glob("shard_*.npz")):  # labelling has begun
-        assert time.monotonic() < deadline and process.poll() is None, process.stderr.read()
-        time.sleep(0.2)
+    process = labelling_run(config, run)
     os.killpg(process.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends: the whole group
     sent = time.monotonic()
     assert process.wait(timeout=10) == 130
@@ -191,11 +197,7 @@ def test_ctrl_c_while_labelling_stops_within_seconds_keeps_the_shards_and_leaves
 def test_sigterm_while_labelling_stops_the_same_way(tmp_path: Path):
     config = config_file(tmp_path, games=400, rounds=1, search_simulations=200)
     run = tmp_path / "run"
-    process = start([str(config), "--run-dir", str(run)])
-    deadline = time.monotonic() + 120
-    while not list((run / "pretrain" / "round_1").glob("shard_*.npz")):
-        assert time.monotonic() < deadline and process.poll() is None, process.stderr.read()
-        time.sleep(0.2)
+    process = labelling_run(config, run)
     os.kill(process.pid, signal.SIGTERM)  # the main process alone, as a job scheduler does
     assert process.wait(timeout=10) == 130
     assert "--resume" in process.stderr.read() and group_gone(process.pid)
@@ -204,11 +206,7 @@ def test_sigterm_while_labelling_stops_the_same_way(tmp_path: Path):
 def test_resume_with_another_labelling_setting_is_refused_by_name(tmp_path: Path):
     config = config_file(tmp_path, rounds=1)
     run = tmp_path / "run"
-    process = start([str(config), "--run-dir", str(run)])
-    deadline = time.monotonic() + 120
-    while not list((run / "pretrain" / "round_1").glob("shard_*.npz")):
-        assert time.monotonic() < deadline and process.poll() is None, process.stderr.read()
-        time.sleep(0.2)
+    process = labelling_run(config, run)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     before = (run / "config.yaml").read_text()
