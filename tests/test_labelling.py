@@ -7,11 +7,13 @@ The runs are tiny: a few games labelled by a 20-simulation search, in shards of 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -74,6 +76,26 @@ def test_a_shard_of_another_job_is_set_aside_not_mixed_in(tmp_path: Path):
     labels, made = labelling.run(JOB, folder, Workers(1), progress=False)
     assert made > 0 and (folder / "shard_00001.npz.broken").exists()
     assert same_labels(labels, labelling.run(JOB, tmp_path / "fresh", Workers(1), progress=False)[0])
+
+
+def test_a_worker_killed_mid_shard_is_replaced_and_its_shard_labelled_once(tmp_path: Path):
+    job = LabelJob(**{**JOB.__dict__, "games": 16})
+    folder = tmp_path / "round_1"
+
+    def kill_a_worker() -> None:  # once labelling is under way, as the kernel's OOM killer would
+        while not (folder / "shard_00000.npz").exists():
+            time.sleep(0.05)
+        os.kill(multiprocessing.active_children()[0].pid, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_a_worker)
+    killer.start()
+    with Workers(2) as workers:
+        labels, made = labelling.run(job, folder, workers, progress=False)
+    killer.join()
+    reference, _ = labelling.run(job, tmp_path / "reference", Workers(2), progress=False)
+    assert same_labels(labels, reference) and made == len(labels[2])
+    manifest = json.loads((folder / "labels.json").read_text())["shards"]
+    assert sorted(map(int, manifest)) == list(range(job.shards))
 
 
 @pytest.mark.parametrize(("change", "named"), [
