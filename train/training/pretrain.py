@@ -203,9 +203,8 @@ def improve(model: Any, config: TrainConfig, seed: int, workdir: Path, workers: 
             job = _label_job(config, seed, round_, base)
             labels, made = labelling.run(job, workdir / f"round_{round_}", pool, progress)
             labelled = time.perf_counter() - started
-            history.append(labels)
-            observations, values, moves = (np.concatenate(arrays) for arrays in
-                                           zip(*history[-settings.window:], strict=True))
+            history = [*history[1 - settings.window:], labels] if settings.window > 1 else [labels]
+            observations, values, moves = (np.concatenate(arrays) for arrays in zip(*history, strict=True))
             network = workdir / f"round_{round_}.zip"
             record_path = workdir / f"round_{round_}.json"
             own_network = round_ < settings.rounds and settings.round_net_arch is not None
