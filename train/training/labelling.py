@@ -173,10 +173,15 @@ class _Manifest:
         self.settings = settings
         self.shards: dict[str, dict[str, int]] = {}
 
-    def add(self, shard: int, games: int, positions: int) -> None:
+    def add(self, shard: int, games: int, positions: int, write: bool = True) -> None:
+        """Record a shard on disk; ``write=False`` defers the file's rewrite to :meth:`write`."""
         self.shards[str(shard)] = {"games": games, "positions": positions}
-        write_text(self.path, json.dumps({"settings": self.settings, "shards": dict(sorted(self.shards.items()))},
-                                         indent=1) + "\n")
+        if write:
+            self.write()
+
+    def write(self) -> None:
+        shards = dict(sorted(self.shards.items(), key=lambda item: int(item[0])))
+        write_text(self.path, json.dumps({"settings": self.settings, "shards": shards}, indent=1) + "\n")
 
 
 class Workers:
@@ -254,7 +259,8 @@ def run(job: LabelJob, folder: Path, workers: Workers, progress: bool = True) ->
             except ValueError as error:
                 _set_aside(path, str(error))
                 continue
-            manifest.add(shard, job.shard_size(shard), len(parts[shard][2]))
+            manifest.add(shard, job.shard_size(shard), len(parts[shard][2]), write=False)
+    manifest.write()
     missing = [shard for shard in range(job.shards) if shard not in parts]
     made = -sum(len(labels[2]) for labels in parts.values())
     if missing:
