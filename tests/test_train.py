@@ -505,8 +505,10 @@ def test_generations_are_gated_logged_and_fitted_on_a_window_of_rounds(tmp_path:
                                          "rounds": 3, "round_net_arch": [8], "search_simulations": 20, "epochs": 1,
                                          "batch_size": 64, "gate_pairs": 3, "window": 2}))
     real_evaluate = pretrain.evaluate
+    asked: dict[str, list[str]] = {}
 
     def rigged(network, opponents, *args, **kwargs):
+        asked[Path(network).name] = [Path(opponent).name for opponent in opponents]
         results = real_evaluate(network, opponents, *args, **kwargs)
         if network.endswith("round_2.zip"):
             results[-1].pair_scores[:] = 0.0  # lost every game to round 1's network
@@ -520,6 +522,9 @@ def test_generations_are_gated_logged_and_fitted_on_a_window_of_rounds(tmp_path:
     assert {"win_rate/rule", "win_rate/random", "held_out_loss", "held_out_agreement", "positions_per_second",
             "seconds"} <= set(logged[1]) and "win_rate/previous" not in logged[1]
     assert logged[2]["win_rate/previous"] == 0.0 and logged[2]["kept"] == 0 and logged[3]["kept"] == 1
+    # each generation plays the network it improved on: round 3 improved on round 1's, not the rejected round 2's
+    assert asked == {"round_1.zip": ["rule", "random"], "round_2.zip": ["rule", "random", "round_1.zip"],
+                     "round_3.zip": ["rule", "random", "round_1.zip"]}
     bases = [json.loads((tmp_path / f"round_{r}" / "labels.json").read_text())["settings"]["base player"]
              for r in (2, 3)]
     assert bases[0] == bases[1] == "sha256:" + hashlib.sha256((tmp_path / "round_1.zip").read_bytes()).hexdigest()

@@ -182,9 +182,10 @@ def improve(model: Any, config: TrainConfig, seed: int, workdir: Path, workers: 
     ``pretrain.round_net_arch`` that network is a small featureless ReLU network fitted for the purpose, and only
     the last round fits ``model``; without it every round refits ``model``.
 
-    With ``pretrain.gate_pairs``, each round's network is evaluated against ``rule``, ``random`` and the previous
-    round's network on that many deal pairs (seed ``eval.seed``), and replaces the previous one as the base only if
-    it is not worse (the upper end of its 95% interval against it is at least 1/2).
+    With ``pretrain.gate_pairs``, each round's network is evaluated against ``rule``, ``random`` and the network it
+    improved on (its base: the last one kept, or a checkpoint teacher) on that many deal pairs (seed ``eval.seed``),
+    and replaces it as the base only if it is not worse (the upper end of its 95% interval against it is at least
+    1/2).
 
     Everything a round makes is on disk before the next starts (``round_K.json`` last), so called again on the same
     folder after a kill, this skips the rounds done, reuses their shards and networks, and gives the same result.
@@ -218,9 +219,9 @@ def improve(model: Any, config: TrainConfig, seed: int, workdir: Path, workers: 
                     "belief": "none" if own_network else config.env.belief, "config": config.name, "steps": 0})
                 record["labelled_positions"] = len(labels[2])
                 record["positions_per_second"] = made / labelled if made else None
-                if settings.gate_pairs:
-                    record.update(_gate(network, workdir / f"round_{round_ - 1}.zip" if round_ > 1 else None,
-                                        config, pool))
+                if settings.gate_pairs:  # against the network this round improved on (a kept one)
+                    previous = None if base in rollout_values.BUILT_IN_BASES else Path(base)
+                    record.update(_gate(network, previous, config, pool))
                 record["seconds"] = time.perf_counter() - started
                 write_text(record_path, json.dumps(record, indent=1) + "\n")
                 if log is not None:
@@ -282,7 +283,7 @@ def _fit_round(model: Any, config: TrainConfig, own_network: bool, observations:
 
 
 def _gate(network: Path, previous: Path | None, config: TrainConfig, workers: Workers) -> dict[str, Any]:
-    """A round's network against ``rule``, ``random`` and the previous round's: win rates, intervals, kept or not.
+    """A round's network against ``rule``, ``random`` and its base ``previous``: win rates, intervals, kept or not.
 
     The games run on the labelling's ``workers``, so Ctrl-C stops them as it stops the labelling."""
     opponents = ["rule", "random"] + ([str(previous)] if previous is not None and previous.exists() else [])
