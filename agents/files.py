@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,3 +48,15 @@ def copy_file(source: str | Path, path: str | Path) -> Path:
     with atomic_path(path) as temporary:
         shutil.copyfile(source, temporary)
     return Path(path)
+
+
+def set_aside(path: str | Path, reason: str, then: str = "") -> Path:
+    """Rename a file that does not load to ``NAME.broken`` (out of every glob), saying why on standard error.
+
+    ``then`` ends the message with what happens next (e.g. that the file will be made again). Returns the new path.
+    """
+    path = Path(path)
+    broken = path.with_name(path.name + ".broken")
+    path.replace(broken)
+    print(f"skipped {path} (renamed to {broken.name}): {reason}{then}", file=sys.stderr, flush=True)
+    return broken

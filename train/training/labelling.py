@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from agents.files import atomic_path, write_text
+from agents.files import atomic_path, set_aside, write_text
 from train.config import ConfigError
 from train.evaluation.matches import make_executor, stop_stray_processes
 from train.training import rollout_values
@@ -144,12 +144,6 @@ def _read_shard(path: Path, shard: int, settings: str) -> Labels:
         raise ValueError(f"its arrays do not fit together (observations {observations.shape}, values "
                          f"{values.shape}, moves {moves.shape})")
     return observations, values, moves
-
-
-def _set_aside(path: Path, reason: str) -> None:
-    path.replace(path.with_name(path.name + ".broken"))
-    print(f"set aside {path} (renamed to {path.name}.broken): {reason}; it will be labelled again",
-          file=sys.stderr, flush=True)
 
 
 def check_settings(folder: Path, settings: dict[str, Any]) -> None:
@@ -257,7 +251,7 @@ def run(job: LabelJob, folder: Path, workers: Workers, progress: bool = True) ->
             try:
                 parts[shard] = _read_shard(path, shard, fingerprint)
             except ValueError as error:
-                _set_aside(path, str(error))
+                set_aside(path, str(error), then="; it will be labelled again")
                 continue
             manifest.add(shard, job.shard_size(shard), len(parts[shard][2]), write=False)
     manifest.write()

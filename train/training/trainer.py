@@ -48,7 +48,7 @@ from stable_baselines3.common.utils import LinearSchedule
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor
 from torch.utils.tensorboard import SummaryWriter
 
-from agents.files import copy_file, write_text
+from agents.files import copy_file, set_aside, write_text
 from agents.ppo import PPOPolicy, load_model, load_network, read_settings, save_model
 from agents.privileged import PrivilegedCriticPolicy
 from train.config import SELF, ConfigError, TrainConfig, config_to_dict, load_config
@@ -89,12 +89,6 @@ def read_evaluations(path: Path) -> list[dict[str, Any]]:
         if isinstance(record, dict) and isinstance(record.get("step"), int):
             records.append(record)
     return records
-
-
-def _set_aside(path: Path, reason: str) -> None:
-    """Rename a file that does not load to ``NAME.broken`` (out of every glob and of the self-play pool), saying so."""
-    path.replace(path.with_name(path.name + ".broken"))
-    print(f"skipped {path} (renamed to {path.name}.broken): {reason}", file=sys.stderr, flush=True)
 
 
 def _checkpoint_problem(path: Path) -> str | None:
@@ -491,7 +485,7 @@ def _resume_checkpoint(run_dir: Path) -> Path:
         problem = _checkpoint_problem(path)
         if problem is None:
             return path
-        _set_aside(path, problem)
+        set_aside(path, problem)
     raise ConfigError(f"cannot resume {run_dir}: none of its checkpoints/step_*.zip loads")
 
 
@@ -526,7 +520,7 @@ def _repair_records(run_dir: Path, step: int) -> None:
         if problem is None and read_settings(best)["steps"] > step:
             problem = f"it is from step {read_settings(best)['steps']:,}, after the checkpoint resumed from"
         if problem is not None:
-            _set_aside(best, problem)
+            set_aside(best, problem)
             # the best of the evaluations kept, if its checkpoint is still there; else the end of the run picks one
             records = read_evaluations(evaluations)
             if records:
