@@ -151,9 +151,9 @@ class PretrainConfig:
     The labels of a round are made in shards of ``shard_games`` games, each saved as soon as it is made
     (:mod:`train.training.labelling`), so a run killed while labelling resumes without relabelling them. Each round
     (a generation of expert iteration) fits on the labels of its last ``window`` rounds; with ``gate_pairs`` > 0
-    its network is evaluated against ``rule``, ``random`` and the previous round's on that many deal pairs (seed
-    ``eval.seed``: these deals choose, the final evaluation's do not), and becomes the next base only if it is not
-    worse than the previous one.
+    its network is evaluated against ``rule``, ``random`` and the network it improved on (the last one kept) on that
+    many deal pairs (seed ``eval.seed``: these deals choose, the final evaluation's do not), and becomes the next
+    base only if it is not worse than that one.
     """
 
     teacher: str | None = None

@@ -214,8 +214,9 @@ def improve(model: Any, config: TrainConfig, seed: int, workdir: Path, workers: 
                 if not own_network:
                     model.policy.load_state_dict(load_network(network).state_dict())
             else:
-                record = _fit_round(model, config, own_network, observations, values, moves, seed + round_)
-                save_model(record.pop("student"), network, {
+                student, metrics = _fit_round(model, config, own_network, observations, values, moves, seed + round_)
+                record = {"metrics": metrics}
+                save_model(student, network, {
                     "belief": "none" if own_network else config.env.belief, "config": config.name, "steps": 0})
                 record["labelled_positions"] = len(labels[2])
                 record["positions_per_second"] = made / labelled if made else None
@@ -268,8 +269,8 @@ def _read_round(path: Path) -> dict[str, Any] | None:
 
 
 def _fit_round(model: Any, config: TrainConfig, own_network: bool, observations: np.ndarray, values: np.ndarray,
-               moves: np.ndarray, seed: int) -> dict[str, Any]:
-    """Fit a round's network (a small featureless one, or ``model``): ``{"student": model, "metrics": {...}}``."""
+               moves: np.ndarray, seed: int) -> tuple[Any, dict[str, float]]:
+    """Fit a round's network (a small featureless one, or ``model``); it and the fit's metrics."""
     settings = config.pretrain
     if own_network:  # a small featureless network, the next round's base (config.PretrainConfig)
         student, metrics = rollout_values.fit(observations[:, :BASE_SIZE], values, moves, settings.epochs, seed,
@@ -279,7 +280,7 @@ def _fit_round(model: Any, config: TrainConfig, own_network: bool, observations:
         student = model
         metrics = rollout_values.fit_values(model.policy, observations, values, moves, settings.epochs, seed,
                                             settings.base_bonus, settings.learning_rate, settings.batch_size)
-    return {"student": student, "metrics": metrics}
+    return student, metrics
 
 
 def _gate(network: Path, previous: Path | None, config: TrainConfig, workers: Workers) -> dict[str, Any]:
