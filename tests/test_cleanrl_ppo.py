@@ -88,3 +88,5 @@ def test_resume_without_a_checkpoint_says_so(tmp_path, capsys):
         cleanrl_ppo.main(["--out", str(tmp_path / "empty"), "--resume"])
     assert stop.value.code == 2
     assert "no state.pt" in capsys.readouterr().err
+
+

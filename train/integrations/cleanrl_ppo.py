@@ -308,7 +308,10 @@ def train(args: Args, resume: bool = False, log=print) -> dict[str, float]:
         steps = (update + 1) * batch_size
         with torch.no_grad():
             kl_to_start = (probs * (logp - masked_logits(reference, b_obs[rows], b_mask[rows]))).sum(-1).mean()
+        # How much of the returns' variance the critic explained before this update (CleanRL's diagnostic).
+        explained = 1.0 - float((b_returns - value_buf.reshape(-1)).var() / b_returns.var().clamp_min(1e-8))
         metrics = {"losses/policy": policy_loss.item(), "losses/value": value_loss.item(),
+                   "losses/explained_variance": explained,
                    "losses/entropy": entropy.item(), "losses/kl_to_start": kl_to_start.item(),
                    "charts/train_win_rate": wins / max(games, 1),
                    "charts/samples_per_second": (steps - first_update * batch_size) / (time.perf_counter() - started)}
