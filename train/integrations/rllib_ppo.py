@@ -45,6 +45,8 @@ from ray.tune.registry import register_env
 from torch import nn
 
 import uno_env  # noqa: F401  (registers Uno-v0)
+from train.config import ConfigError
+from train.evaluation.distributed import connect
 from train.evaluation.matches import MatchResult, evaluate, format_table
 from train.integrations.network_policy import NetworkPolicy
 from uno_env.multiagent import env as pettingzoo_env
@@ -131,7 +133,8 @@ class Run:
     trained: dict[str, NetworkPolicy]
     untrained: dict[str, NetworkPolicy]
     returns: list[float] = field(default_factory=list)  # mean episode return of the first module, per iteration
-    #: How much of the returns' variance the first module's critic explains, per iteration (RLlib's vf_explained_var).
+    #: How much of the value targets' variance the first module's critic explains, per iteration (RLlib's
+    #: vf_explained_var, measured on the batch during the update: the critic's fit, not its accuracy on new games).
     explained_variance: list[float] = field(default_factory=list)
     steps: int = 0
     seconds: float = 0.0
@@ -154,23 +157,13 @@ def build_config(settings: Settings) -> PPOConfig:
                               disable_env_checking=True).rl_module(rl_module_spec=module)
 
 
-def connect(address: str | None) -> bool:
-    """Join the Ray cluster at ``address``, or start Ray here; True when this call started or joined it.
-
-    Workers get one torch thread each (``OMP_NUM_THREADS=1``): small MLPs on few cores run fastest that way.
-    """
-    if ray.is_initialized():
-        return False
-    runtime_env = {"env_vars": {"OMP_NUM_THREADS": "1"}}
-    if address:
-        ray.init(address=address, runtime_env=runtime_env)
-    else:
-        ray.init(include_dashboard=False, runtime_env=runtime_env)
-    return True
-
-
 def train(settings: Settings) -> Run:
-    """Train with RLlib's PPO for ``settings.iterations`` iterations on Ray (joined or started here)."""
+    """Train with RLlib's PPO for ``settings.iterations`` iterations on Ray (joined or started here).
+
+    Ray is joined at ``settings.address`` or started here (:func:`train.evaluation.distributed.connect`, which raises
+    ``ConfigError`` naming an unreachable address), unless this process already runs it; Ray gives its workers one
+    thread each (``OMP_NUM_THREADS=1``), and this process gets one torch thread.
+    """
     torch.set_num_threads(1)
     register_env(SINGLE_ENV, make_single_env)
     register_env(SELF_PLAY_ENV, make_self_play_env)
@@ -252,8 +245,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         hidden=args.hidden, seed=args.seed)
     try:
         run = train(settings)
-    except ConnectionError as error:
-        print(f"--address {args.address}: no Ray cluster reachable ({error})", file=sys.stderr)
+    except ConfigError as error:
+        print(error, file=sys.stderr)
         return 2
     print(f"{run.steps} env steps in {run.seconds:.0f} s ({run.steps / max(run.seconds, 1e-9):.0f} steps/s); "
           f"mean return by iteration: {' '.join(f'{r:+.2f}' for r in run.returns)}")

@@ -70,6 +70,10 @@ class Run:
     untrained: NetworkPolicy
     returns: list[float] = field(default_factory=list)  # mean return of the games that ended in each batch
     losses: list[float] = field(default_factory=list)  # summed PPO objective (actor + critic + entropy), per batch
+    #: How much of each batch's value targets the critic explains after its update on that batch (1 - Var(error) /
+    #: Var(target), as RLlib's vf_explained_var, which is measured during the update): the critic's fit, not yet its
+    #: accuracy on new games.
+    explained_variance: list[float] = field(default_factory=list)
     steps: int = 0
     seconds: float = 0.0
 
@@ -78,11 +82,14 @@ def make_env(opponent: str, envs: int, seed: int) -> TransformedEnv:
     """``envs`` copies of ``Uno-v0`` as one batched TorchRL env: a boolean mask entry, the action spec masked by it.
 
     Gymnasium's ``SyncVectorEnv`` steps the copies; TorchRL resets finished ones itself, so Gymnasium's autoreset is
-    off (TorchRL refuses the default next-step mode). Batching matters: TorchRL's per-step overhead, about 3 ms on
-    the project's 2-core machine, is paid once for all copies.
+    off (TorchRL refuses the default next-step mode). An illegal action raises: the masked actor never makes one, and
+    if masking broke the run should stop rather than learn from silent losses. Batching matters: TorchRL's per-step
+    overhead, about 3 ms on the project's 2-core machine, is paid once for all copies.
     """
-    vector = gym.vector.SyncVectorEnv([lambda: ActionMaskObservation(gym.make("Uno-v0", opponent=opponent))] * envs,
-                                      autoreset_mode=gym.vector.AutoresetMode.DISABLED)
+    def one() -> gym.Env:
+        return ActionMaskObservation(gym.make("Uno-v0", opponent=opponent, illegal_action="raise"))
+
+    vector = gym.vector.SyncVectorEnv([one] * envs, autoreset_mode=gym.vector.AutoresetMode.DISABLED)
     env = GymWrapper(vector, categorical_action_encoding=True)
     env = TransformedEnv(env, Compose(DTypeCastTransform(torch.int8, torch.bool, in_keys=["action_mask"]),
                                       ActionMask()))
@@ -109,7 +116,8 @@ def train(settings: Settings) -> Run:
     critic = ValueOperator(_mlp(size, settings.hidden, 1), in_keys=["observation"])
     untrained = NetworkPolicy(copy.deepcopy(actor_net), "torchrl-untrained")
 
-    collector = Collector(env, actor, frames_per_batch=settings.batch, total_frames=settings.frames)
+    collector = Collector(env, actor, frames_per_batch=settings.batch, total_frames=settings.frames,
+                          auto_register_policy_transforms=False)  # the MLP needs no recurrent-state transforms
     advantage = GAE(gamma=settings.gamma, lmbda=0.95, value_network=critic, average_gae=True)
     loss = ClipPPOLoss(actor, critic, clip_epsilon=0.2, entropy_coeff=0.01)
     optimizer = torch.optim.Adam(loss.parameters(), lr=settings.lr)
@@ -136,10 +144,18 @@ def train(settings: Settings) -> Run:
                 optimizer.step()
                 total += float(objective.detach())
         run.losses.append(total)
+        with torch.no_grad():
+            critic(batch)  # the updated critic's values, against the targets it was fitted to
+        run.explained_variance.append(explained_variance(batch["state_value"], batch["value_target"]))
     run.seconds = time.perf_counter() - start
     collector.shutdown()
     env.close()
     return run
+
+
+def explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> float:
+    """1 - Var(target - predicted) / Var(target): 1 for a perfect critic, 0 for one that only knows the mean."""
+    return float(1.0 - (target - predicted).var() / target.var())
 
 
 def compare(run: Run, opponents: Sequence[str], pairs: int, seed: int) -> list[MatchResult]:
@@ -186,7 +202,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = compare(run, args.eval_opponents, args.pairs, args.seed + 1)
     print(format_table(results))
     if args.json:
-        args.json.write_text(json.dumps({"returns": run.returns, "losses": run.losses, "steps": run.steps,
+        args.json.write_text(json.dumps({"returns": run.returns, "losses": run.losses,
+                                         "explained_variance": run.explained_variance, "steps": run.steps,
                                          "seconds": run.seconds, "results": [r.to_dict() for r in results]},
                                         indent=1))
     return 0
