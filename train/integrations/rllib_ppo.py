@@ -147,7 +147,9 @@ def build_config(settings: Settings) -> PPOConfig:
               .env_runners(num_env_runners=settings.env_runners, num_envs_per_env_runner=settings.envs_per_runner)
               .training(train_batch_size_per_learner=settings.batch, minibatch_size=settings.minibatch,
                         num_epochs=settings.epochs, lr=settings.lr, entropy_coeff=0.01)
-              .debugging(seed=settings.seed))
+              .debugging(seed=settings.seed)
+              # An env runner that fails (an illegal move raises) stops the run instead of being restarted forever.
+              .fault_tolerance(restart_failed_env_runners=False))
     # RLlib's env check steps the env with unmasked random actions, which the envs here refuse (illegal_action="raise").
     if settings.self_play:
         return (config.environment(SELF_PLAY_ENV, disable_env_checking=True)
