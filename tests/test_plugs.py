@@ -135,7 +135,9 @@ def test_help_and_bad_arguments(module: str, capsys: pytest.CaptureFixture[str])
     script = importlib.import_module(f"train.integrations.{module}")
     for argv, status, stream, text in ((["--help"], 0, "out", "--seed"),
                                        (["--minibatch", "0"], 2, "err", "--minibatch must be at least 1, got 0"),
-                                       (["--minibatch", "4096"], 2, "err", "--minibatch 4096 is larger than --batch")):
+                                       (["--minibatch", "4096"], 2, "err", "--minibatch 4096 is larger than --batch"),
+                                       (["--opponent", "rul"], 2, "err", "--opponent rul: not a policy name"),
+                                       (["--eval-opponents", "random", "x.zip"], 2, "err", "--eval-opponents x.zip:")):
         with pytest.raises(SystemExit) as exited:
             script.main(argv)
         assert exited.value.code == status and text in getattr(capsys.readouterr(), stream)

@@ -42,13 +42,12 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.core.rl_module.torch import TorchRLModule
 from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
 from ray.tune.registry import register_env
-from torch import nn
 
 import uno_env  # noqa: F401  (registers Uno-v0)
 from train.config import ConfigError
 from train.evaluation.distributed import connect
-from train.evaluation.matches import MatchResult, evaluate, format_table
-from train.integrations.network_policy import NetworkPolicy
+from train.evaluation.matches import format_table
+from train.integrations.network_policy import NetworkPolicy, before_and_after, check_arguments, mlp
 from uno_env.multiagent import env as pettingzoo_env
 from uno_env.wrappers import ActionMaskObservation
 
@@ -61,11 +60,6 @@ SINGLE_MODULE = "default_policy"
 MASKED_LOGIT = -1e9
 
 
-def _mlp(inputs: int, hidden: int, outputs: int) -> nn.Sequential:
-    return nn.Sequential(nn.Linear(inputs, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
-                         nn.Linear(hidden, outputs))
-
-
 class MaskedPPOModule(TorchRLModule, ValueFunctionAPI):
     """Actor and critic MLPs over ``obs["observation"]``; illegal actions (``obs["action_mask"] == 0``) masked.
 
@@ -76,8 +70,8 @@ class MaskedPPOModule(TorchRLModule, ValueFunctionAPI):
         """Build the actor ``pi`` and the critic ``vf`` for the flat observation inside the Dict space."""
         size = self.observation_space["observation"].shape[0]
         hidden = int(self.model_config.get("hidden", 128))
-        self.pi = _mlp(size, hidden, self.action_space.n)
-        self.vf = _mlp(size, hidden, 1)
+        self.pi = mlp(size, hidden, self.action_space.n)
+        self.vf = mlp(size, hidden, 1)
 
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         obs = batch[Columns.OBS]
@@ -198,15 +192,6 @@ def _first_module_return(metrics: dict[str, Any], module: str) -> float:
     return float(metrics.get("module_episode_returns_mean", {}).get(module, float("nan")))
 
 
-def compare(run: Run, opponents: Sequence[str], pairs: int, seed: int) -> list[MatchResult]:
-    """Each trained actor and its untrained twin against each opponent, on the same ``pairs`` deal pairs."""
-    results = []
-    for module, policy in run.trained.items():
-        for player in (run.untrained[module], policy):
-            results += evaluate(player, opponents, pairs=pairs, seed=seed, workers=1)
-    return results
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     defaults = Settings()
     parser = argparse.ArgumentParser(prog="python -m train.integrations.rllib_ppo", description=__doc__.split("\n")[0])
@@ -229,12 +214,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--pairs", type=int, default=200, help="deal pairs per evaluation matchup (default 200)")
     parser.add_argument("--json", type=Path, help="also write the evaluation and the learning curve here")
     args = parser.parse_args(argv)
-    for name in ("iterations", "env_runners", "envs_per_runner", "batch", "minibatch", "epochs", "hidden", "pairs"):
-        if getattr(args, name) < (0 if name == "env_runners" else 1):
-            parser.error(f"--{name.replace('_', '-')} must be at least {0 if name == 'env_runners' else 1}, "
-                         f"got {getattr(args, name)}")
-    if args.minibatch > args.batch:
-        parser.error(f"--minibatch {args.minibatch} is larger than --batch {args.batch}")
+    check_arguments(parser, args, ("iterations", "envs_per_runner", "batch", "minibatch", "epochs", "hidden", "pairs"))
+    if args.env_runners < 0:
+        parser.error(f"--env-runners must be at least 0 (0 samples in this process), got {args.env_runners}")
     return args
 
 
@@ -252,7 +234,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     print(f"{run.steps} env steps in {run.seconds:.0f} s ({run.steps / max(run.seconds, 1e-9):.0f} steps/s); "
           f"mean return by iteration: {' '.join(f'{r:+.2f}' for r in run.returns)}")
-    results = compare(run, args.eval_opponents, args.pairs, args.seed + 1)
+    results = before_and_after([(run.untrained[m], run.trained[m]) for m in run.trained], args.eval_opponents,
+                               args.pairs, args.seed + 1)
     print(format_table(results))
     if args.json:
         args.json.write_text(json.dumps({"returns": run.returns, "explained_variance": run.explained_variance,

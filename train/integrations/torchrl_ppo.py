@@ -41,8 +41,8 @@ from torchrl.objectives import ClipPPOLoss
 from torchrl.objectives.value import GAE
 
 import uno_env  # noqa: F401  (registers Uno-v0)
-from train.evaluation.matches import MatchResult, evaluate, format_table
-from train.integrations.network_policy import NetworkPolicy
+from train.evaluation.matches import format_table
+from train.integrations.network_policy import NetworkPolicy, before_and_after, check_arguments, mlp
 from uno_env.wrappers import ActionMaskObservation
 
 
@@ -97,11 +97,6 @@ def make_env(opponent: str, envs: int, seed: int) -> TransformedEnv:
     return env
 
 
-def _mlp(inputs: int, hidden: int, outputs: int) -> nn.Sequential:
-    return nn.Sequential(nn.Linear(inputs, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
-                         nn.Linear(hidden, outputs))
-
-
 def train(settings: Settings) -> Run:
     """Train a masked PPO actor-critic for ``settings.frames`` env steps in this process (one torch thread)."""
     torch.set_num_threads(1)
@@ -109,11 +104,11 @@ def train(settings: Settings) -> Run:
     env = make_env(settings.opponent, settings.envs, settings.seed)
     size = env.observation_spec["observation"].shape[-1]
     actions = env.action_spec.space.n
-    actor_net = _mlp(size, settings.hidden, actions)
+    actor_net = mlp(size, settings.hidden, actions)
     actor = ProbabilisticActor(TensorDictModule(actor_net, in_keys=["observation"], out_keys=["logits"]),
                                in_keys={"logits": "logits", "mask": "action_mask"}, out_keys=["action"],
                                distribution_class=MaskedCategorical, return_log_prob=True, spec=env.action_spec)
-    critic = ValueOperator(_mlp(size, settings.hidden, 1), in_keys=["observation"])
+    critic = ValueOperator(mlp(size, settings.hidden, 1), in_keys=["observation"])
     untrained = NetworkPolicy(copy.deepcopy(actor_net), "torchrl-untrained")
 
     collector = Collector(env, actor, frames_per_batch=settings.batch, total_frames=settings.frames,
@@ -158,12 +153,6 @@ def explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> float:
     return float(1.0 - (target - predicted).var() / target.var())
 
 
-def compare(run: Run, opponents: Sequence[str], pairs: int, seed: int) -> list[MatchResult]:
-    """The trained actor and its untrained twin against each opponent, on the same ``pairs`` deal pairs."""
-    return [result for player in (run.untrained, run.trained)
-            for result in evaluate(player, opponents, pairs=pairs, seed=seed, workers=1)]
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     defaults = Settings()
     parser = argparse.ArgumentParser(prog="python -m train.integrations.torchrl_ppo",
@@ -182,11 +171,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--pairs", type=int, default=200, help="deal pairs per evaluation matchup (default 200)")
     parser.add_argument("--json", type=Path, help="also write the evaluation and the learning curve here")
     args = parser.parse_args(argv)
-    for name in ("frames", "envs", "batch", "minibatch", "epochs", "hidden", "pairs"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
-    if args.minibatch > args.batch:
-        parser.error(f"--minibatch {args.minibatch} is larger than --batch {args.batch}")
+    check_arguments(parser, args, ("frames", "envs", "batch", "minibatch", "epochs", "hidden", "pairs"))
     if args.batch % args.envs:
         parser.error(f"--batch {args.batch} is not a multiple of --envs {args.envs}")
     return args
@@ -199,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          minibatch=args.minibatch, epochs=args.epochs, lr=args.lr, hidden=args.hidden, seed=args.seed))
     print(f"{run.steps} env steps in {run.seconds:.0f} s ({run.steps / max(run.seconds, 1e-9):.0f} steps/s); "
           f"mean return by batch: {' '.join(f'{r:+.2f}' for r in run.returns)}")
-    results = compare(run, args.eval_opponents, args.pairs, args.seed + 1)
+    results = before_and_after([(run.untrained, run.trained)], args.eval_opponents, args.pairs, args.seed + 1)
     print(format_table(results))
     if args.json:
         args.json.write_text(json.dumps({"returns": run.returns, "losses": run.losses,
