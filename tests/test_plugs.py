@@ -72,7 +72,7 @@ def ray_head():
     finally:
         os.killpg(head.pid, signal.SIGTERM)
         with contextlib.suppress(subprocess.TimeoutExpired):
-            head.wait(timeout=15)
+            head.wait(timeout=5)
         with contextlib.suppress(ProcessLookupError):  # whatever of the group is still shutting down
             os.killpg(head.pid, signal.SIGKILL)
         head.wait()
