@@ -20,10 +20,9 @@ import yaml
 from train.specs import checkpoint_path, validate_spec
 from uno_env.belief import BeliefKind
 from uno_env.cards import short_repr
+from uno_env.vector import MAX_WEIGHT
 from uno_env.vector import OPPONENTS as NATIVE_OPPONENTS
 
-#: The largest opponent-mix weight (the weights are relative: any mix is expressed well below it).
-_MAX_WEIGHT = 1e9
 #: The opponent-mix key meaning "a recent checkpoint of the agent being trained" (self-play).
 SELF = "self"
 
@@ -379,8 +378,8 @@ def _validate(config: TrainConfig) -> None:
         if not phase.mix:
             raise ConfigError(f"{key}.mix must name at least one opponent, got {{}}")
         for name, weight in phase.mix.items():
-            if not 0 <= weight <= _MAX_WEIGHT:  # weights are normalized; huge ones would overflow their sum
-                raise ConfigError(f"{key}.mix.{name} must be in 0..{_MAX_WEIGHT:g}, got {weight!r}")
+            if not 0 <= weight <= MAX_WEIGHT:  # weights are normalized; huge ones would overflow their sum
+                raise ConfigError(f"{key}.mix.{name} must be in 0..{MAX_WEIGHT:g}, got {weight!r}")
             problem = None if name == SELF else validate_spec(name)
             if problem:
                 raise ConfigError(f"{key}.mix.{name}: unknown opponent {name!r}: {problem}")
