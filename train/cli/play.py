@@ -21,16 +21,19 @@ from pathlib import Path
 
 import numpy as np
 
+from train.cli.destinations import folder_problem
 from train.policies import resolve_policy
 from train.specs import label
 from train.table.records import load_record
 from train.table.replay import replay
 from train.table.terminal import TerminalGame
 from train.table.watch import watch
-from train.table.web import serve
+from train.table.web import make_server, serve
 from uno_env.policy import Policy, policy_names
 
 FIRST_CHOICES = ("agent", "opponent", "random")
+#: The longest --pace (an hour between moves): time.sleep refuses NaN and overflows on huge values.
+MAX_PACE = 3600.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,12 +78,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--seed must be in 0..{2**62 - 1}, got {args.seed}")
     if args.games is not None and args.games < 1:
         parser.error(f"--games must be at least 1, got {args.games}")
-    if args.pace < 0:
-        parser.error(f"--pace must be at least 0 seconds, got {args.pace}")
+    if not 0 <= args.pace <= MAX_PACE:  # NaN fails the comparison too
+        parser.error(f"--pace must be 0..{MAX_PACE:g} seconds, got {args.pace}")
     if not 0 <= args.port < 65536:
         parser.error(f"--port must be in 0..65535, got {args.port}")
-    if args.save_games is not None and args.save_games.exists() and not args.save_games.is_dir():
-        parser.error(f"--save-games {args.save_games}: exists and is not a folder")
+    if args.save_games is not None:
+        problem = folder_problem(args.save_games)
+        if problem:
+            parser.error(f"--save-games {args.save_games}: {problem}")
     seed = args.seed if args.seed is not None else int(np.random.default_rng().integers(1_000_000))
     try:
         if args.replay is not None:
@@ -95,7 +100,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                   show_hands=not args.hide_hands, save_dir=args.save_games)
         elif args.web:
             _player(parser, "--opponent", args.opponent)  # a bad default opponent is refused before serving
-            serve(args.host, args.port, default_opponent=args.opponent, save_dir=args.save_games)
+            try:
+                server = make_server(args.host, args.port, default_opponent=args.opponent, save_dir=args.save_games)
+            except ValueError as err:
+                parser.error(f"--host/--port: {err}")
+            serve(server)
         else:
             opponent = _player(parser, "--opponent", args.opponent)
             TerminalGame(opponent, label(args.opponent), seed, games=args.games or 3, first=args.first,

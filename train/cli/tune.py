@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agents.files import write_text
+from train.cli.destinations import file_problem
 from train.config import ConfigError
 from train.sweeps.config import load_sweep, save_sweep
 from train.sweeps.report import comparison_table, print_trials
@@ -45,9 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("give a sweep file, or --resume SWEEP_DIR")
     if args.samples is not None and args.samples < 1:
         parser.error(f"--samples must be at least 1, got {args.samples}")
-    if args.json and (args.json.is_dir() or not args.json.parent.is_dir()):
-        parser.error(f"--json {args.json}: " + ("is a folder" if args.json.is_dir() else
-                                                f"its folder {args.json.parent} does not exist"))
+    problem = args.json and file_problem(args.json)
+    if problem:
+        parser.error(f"--json {args.json}: {problem}")
     try:
         # Checked before anything long: an installation without the tune extra gets told what to install.
         import optuna  # noqa: F401
