@@ -52,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         # Checked before anything long: an installation without the tune extra gets told what to install.
         import optuna  # noqa: F401
-        import ray  # noqa: F401
+        import ray
     except ImportError as error:
         print(f"uno-tune: {error.name} is not installed; install the tune extra: pip install 'uno-rl[tune]'",
               file=sys.stderr)
@@ -75,6 +75,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"uno-tune: config error: {error}", file=sys.stderr)
         return 2
     try:
+        cpus = ray.cluster_resources().get("CPU", 0)
+        if sweep.cpus_per_trial > cpus:  # Tune would keep such trials PENDING forever
+            print(f"uno-tune: config error: cpus_per_trial {sweep.cpus_per_trial:g} is more than the {cpus:g} CPUs "
+                  f"of the Ray cluster; no trial could start", file=sys.stderr)
+            return 2
         if not args.resume:
             sweep_dir.mkdir(parents=True, exist_ok=True)
             save_sweep(sweep, sweep_dir / "sweep.yaml")
@@ -82,8 +87,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         trials = run_sweep(sweep, sweep_dir, resume=bool(args.resume))
     finally:
         if started:
-            import ray
-
             ray.shutdown()
     print_trials(sweep, trials)
     if sweep.compare:
