@@ -61,13 +61,6 @@ def _at_most(high: float) -> Any:
     return check
 
 
-def _folder_name(value: str) -> str | None:
-    """Run folders are named after ``name``: it must be usable as a folder name."""
-    if not value or value in (".", "..") or "/" in value or any(ord(c) < 32 for c in value):
-        return "must be a folder name (not empty, no '/', no control characters)"
-    return None
-
-
 #: Seeds go to numpy, random and torch, which take 0..2**32-1; runs add their step and offsets to them.
 _seed = _bounded(0, 2**31 - 1)
 
@@ -210,7 +203,7 @@ class TrainConfig:
     """Everything a training run needs (see ``configs/default.yaml`` for a commented example)."""
 
     total_timesteps: int = field(metadata=_check(_non_negative))  # 0: the warm start alone (needs pretrain)
-    name: str = field(default="run", metadata=_check(_folder_name))
+    name: str = "run"
     seed: int = field(default=0, metadata=_check(_seed))
     n_envs: int = field(default=8, metadata=_check(_bounded(1, 1024)))
     # "native": uno_env.vector's compiled games behind train.training.native_vec (built-in opponents only).
@@ -354,6 +347,10 @@ def _join(prefix: str, name: Any) -> str:
 
 def _validate(config: TrainConfig) -> None:
     """Checks that involve several keys, or the players the config names."""
+    name = config.name
+    if not name or name in (".", "..") or "/" in name or any(ord(c) < 32 for c in name):  # run folders are named so
+        raise ConfigError(f"name must be a folder name (not empty, no '/', no control characters), got "
+                          f"{short_repr(name)}")
     ppo = config.ppo
     rollout = ppo.n_steps * config.n_envs
     if ppo.batch_size > rollout:
@@ -378,8 +375,10 @@ def _validate(config: TrainConfig) -> None:
         if not phase.mix:
             raise ConfigError(f"{key}.mix must name at least one opponent, got {{}}")
         for name, weight in phase.mix.items():
-            if not 0 <= weight <= MAX_WEIGHT:  # weights are normalized; huge ones would overflow their sum
-                raise ConfigError(f"{key}.mix.{name} must be in 0..{MAX_WEIGHT:g}, got {weight!r}")
+            if weight < 0:
+                raise ConfigError(f"{key}.mix.{name} must be >= 0, got {weight!r}")
+            if weight > MAX_WEIGHT:  # weights are relative; huge ones would overflow their sum
+                raise ConfigError(f"{key}.mix.{name} must be at most {MAX_WEIGHT:g}, got {weight!r}")
             problem = None if name == SELF else validate_spec(name)
             if problem:
                 raise ConfigError(f"{key}.mix.{name}: unknown opponent {name!r}: {problem}")

@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.games is not None and args.games < 1:
         parser.error(f"--games must be at least 1, got {args.games}")
     if not 0 <= args.pace <= MAX_PACE:  # NaN fails the comparison too
-        parser.error(f"--pace must be 0..{MAX_PACE:g} seconds, got {args.pace}")
+        parser.error(f"--pace must be at least 0 and at most {MAX_PACE:g} seconds, got {args.pace}")
     if not 0 <= args.port < 65536:
         parser.error(f"--port must be in 0..65535, got {args.port}")
     if args.save_games is not None:

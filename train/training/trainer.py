@@ -587,8 +587,8 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
            on_evaluation: EvaluationHook | None, address: str | None) -> Path:
     """:func:`train`, with the run folder locked."""
     checkpoints = run_dir / "checkpoints"
-    _check_checkpoint_players(config)
     opponent_belief(config)  # a ConfigError here, before the envs are built, names the checkpoints at fault
+    _check_checkpoint_players(config)
     if resume and not (checkpoints.is_dir() and any(checkpoints.glob("step_*.zip"))):
         # Stopped during the warm start: it starts again on the same folder and reuses what it had made.
         if config.pretrain.teacher is None or not (run_dir / "config.yaml").is_file():
