@@ -281,6 +281,7 @@ def test_resume_sets_aside_a_damaged_data_member_and_records_of_the_wrong_shape(
     assert len(sessions) == 1 and sessions[0]["from_step"] == 128 and sessions[0]["finished"]
     steps = [json.loads(line)["step"] for line in (run / "evaluations.jsonl").read_text().splitlines()]
     assert steps == [128, 256, 384]
+    assert '{"step": 100}' in (run / "evaluations.jsonl.broken").read_text()  # the lines left out are kept
 
 
 def test_resuming_a_finished_run_says_so(finished: Path, tmp_path: Path, capsys: pytest.CaptureFixture):

@@ -565,7 +565,13 @@ def _repair_records(run_dir: Path, step: int) -> None:
     """
     evaluations = run_dir / "evaluations.jsonl"
     if evaluations.exists():
-        kept = [r for r in read_evaluations(evaluations) if r["step"] <= step]
+        records = read_evaluations(evaluations)
+        lines = [line for line in evaluations.read_text(errors="replace").splitlines() if line.strip()]
+        if len(lines) - len(records) > 1:  # more than a torn last line: lines this version did not write
+            copy_file(evaluations, evaluations.with_name(evaluations.name + ".broken"))
+            print(f"{evaluations}: {len(lines) - len(records)} lines are not evaluation records; they are left out "
+                  f"(the file as it was is kept as {evaluations.name}.broken)", file=sys.stderr, flush=True)
+        kept = [r for r in records if r["step"] <= step]
         write_text(evaluations, "".join(json.dumps(r) + "\n" for r in kept))
     best = run_dir / "best_model.zip"
     if best.exists():
