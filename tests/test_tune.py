@@ -91,6 +91,14 @@ def test_bad_sweep_files_are_refused_naming_the_key(tmp_path: Path, capsys: pyte
     assert not (tmp_path / "out").exists()  # refused before any trial, and before the sweep folder
 
 
+def test_unwritable_destinations_are_refused_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    (tmp_path / "file").write_text("x")
+    for option in ("--out", "--json"):
+        with pytest.raises(SystemExit) as exited:
+            main([str(SMOKE), option, str(tmp_path / "file" / "under")])
+        assert exited.value.code == 2 and f"uno-tune: error: {option}" in capsys.readouterr().err
+
+
 def test_unreachable_address_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                         monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(ray, "is_initialized", lambda: False)  # as in a fresh process, whatever ran before

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.files import write_text
-from train.cli.destinations import file_problem
+from train.cli.destinations import file_problem, folder_problem
 from train.config import ConfigError
 from train.sweeps.config import load_sweep, save_sweep
 from train.sweeps.report import comparison_table, print_trials
@@ -91,6 +91,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     problem = args.json and file_problem(args.json)
     if problem:
         parser.error(f"--json {args.json}: {problem}")
+    problem = args.out and folder_problem(args.out)
+    if problem:
+        parser.error(f"--out {args.out}: {problem}")
     try:
         # Checked before anything long: an installation without the tune extra gets told what to install.
         import optuna  # noqa: F401
