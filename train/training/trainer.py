@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import platform
 import shlex
@@ -99,9 +100,10 @@ def read_evaluations(path: Path) -> list[dict[str, Any]]:
 
 
 def _is_evaluation(record: Any) -> bool:
+    """Whether a parsed line has what a run reads back: an int ``step`` and a finite ``mean_win_rate``."""
     number = record.get("mean_win_rate") if isinstance(record, dict) else None
-    return isinstance(record, dict) and type(record.get("step")) is int and isinstance(number, int | float) \
-        and not isinstance(number, bool) and bool(np.isfinite(number))
+    return isinstance(record, dict) and type(record.get("step")) is int and type(number) in (int, float) \
+        and (type(number) is int or math.isfinite(number))
 
 
 def _checkpoint_problem(path: Path) -> str | None:
