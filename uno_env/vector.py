@@ -215,6 +215,9 @@ class UnoVectorEnv(VectorEnv):
       ``info["final_obs"]`` (an ``(N, obs)`` array, rows valid where ``info["_final_obs"]``);
     * ``DISABLED``: ended sub-envs must be reset with ``reset(options={"reset_mask": mask})`` before the next step.
 
+    The first reset deals every sub-env: a ``reset_mask`` that leaves one out there raises ``ValueError`` (refused
+    rather than silently widened, so a mask never means more than it says).
+
     ``info`` holds ``"action_mask"`` after every reset and step; after a step where games ended, ``"is_success"``
     (the agent won) and ``"opponent"`` (who played it: an index into :attr:`opponent_names`), each with its Gymnasium
     ``"_key"`` mask of the sub-envs whose game ended; ``"illegal_action"`` likewise when one was played.
