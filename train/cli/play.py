@@ -8,8 +8,9 @@
 
 Players (``--opponent``, ``--watch``) are specs of :mod:`train.specs`, as in ``uno-evaluate``: a registered
 name (``random``, ``rule``, ``search``, ...), a checkpoint (a ``.zip``, a run folder, a shipped agent such as
-``search-q-ensemble``), or ``module:attribute`` naming a Policy object, class or factory. ``--seed`` replays the
-same deals; without it a seed is picked and printed. The programs themselves live in :mod:`train.table`.
+``search-q-ensemble``), or ``module:attribute`` naming a Policy object, class or factory (a function annotated
+to return a Policy class; nothing is called to check it). ``--seed`` replays the same deals; without it a seed is
+picked and printed. The programs themselves live in :mod:`train.table`.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
     player_help = ("a registered name (" + ", ".join(policy_names()) + ", ...), a checkpoint .zip or run folder, "
-                   "or module:attribute naming a Policy object, class or factory")
+                   "or module:attribute naming a Policy object, a Policy class, or a function annotated to return one")
     modes = parser.add_mutually_exclusive_group()
     modes.add_argument("--watch", nargs=2, metavar=("A", "B"), help="watch player A against player B: " + player_help)
     modes.add_argument("--replay", type=Path, metavar="FILE", help="step through a saved game record")
