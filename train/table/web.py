@@ -307,7 +307,7 @@ class _Handler(BaseHTTPRequestHandler):
             name, port = parts.hostname or "", parts.port or 80
         except ValueError:  # a port that is no number
             name, port = "", 0
-        if port == bound_port and (name in ("localhost", self.server.host.lower()) or _is_address(name)):
+        if name and port == bound_port and (name in ("localhost", self.server.host.lower()) or _is_address(name)):
             return True
         self.close_connection = True
         self._error(HTTPStatus.FORBIDDEN, "the Host header must name this server (an IP address or localhost, "
