@@ -71,6 +71,9 @@ _ACTIVATIONS = {cls.__name__: cls for cls in (torch.nn.Tanh, torch.nn.ReLU, torc
 _MAX_OBSERVATION = 100_000
 _MAX_UNITS = 8192
 _MAX_LAYERS = 16
+# ... and on the whole network, which the per-dimension bounds alone leave at billions of parameters: 50 million
+# float32 parameters are 200 MB, far above any network trained here (128x128 on 300 inputs: 0.1 million).
+_MAX_PARAMETERS = 50_000_000
 _MAX_MEMBER_BYTES = {SETTINGS_MEMBER: 1 << 20, "data": 64 << 20, "policy.pth": 1 << 30}
 _SB3_DEFAULT_ARCH = {"pi": [64, 64], "vf": [64, 64]}
 
@@ -274,6 +277,10 @@ def load_network(path: str | Path, settings: dict[str, Any] | None = None, trust
         raise ValueError(f"{path} cannot be loaded safely: {problem}; loading it would mean unpickling code from "
                          f"it (set {TRUST_VARIABLE}=1 only for a file from a source you trust)")
     size = settings["observation_size"] + settings.get("privileged_size", 0)
+    parameters = parameter_count(size, record["net_arch"])
+    if parameters > _MAX_PARAMETERS:
+        raise ValueError(f"{path} is not a valid checkpoint: its network would have {parameters:,} parameters, "
+                         f"more than the {_MAX_PARAMETERS:,} a player may load")
     kwargs: dict[str, Any] = {"net_arch": record["net_arch"], "activation_fn": _ACTIVATIONS[record["activation"]],
                               "ortho_init": False, "share_features_extractor": bool(record.get(
                                   "share_features_extractor", True)), "optimizer_class": _no_optimizer}
@@ -288,11 +295,24 @@ def load_network(path: str | Path, settings: dict[str, Any] | None = None, trust
         if not isinstance(state, dict):
             raise TypeError(f"it holds {type(state).__name__}, not a state dict")
         network.load_state_dict(state)
+        finite = all(bool(torch.isfinite(t).all()) for t in state.values() if t.is_floating_point())
     except Exception as error:  # torch raises many types for a bad file: unpickling, zip, shape, key errors
         raise ValueError(f"{path} is not a valid checkpoint: its policy.pth does not load "
                          f"({short_repr(str(error).splitlines()[0] if str(error) else type(error).__name__)})") \
             from None
+    if not finite:  # a run that diverged: such a network plays nonsense without a word
+        raise ValueError(f"{path} is not a valid checkpoint: its weights hold NaN or infinite values")
     return network
+
+
+def parameter_count(observation_size: int, net_arch: dict[str, list[int]]) -> int:
+    """How many parameters an actor-critic of ``net_arch`` on ``observation_size`` inputs has (an upper bound for a
+    privileged critic, whose actor reads fewer inputs): known from the JSON before anything is allocated."""
+    total = 0
+    for key, outputs in (("pi", NUM_ACTIONS), ("vf", 1)):
+        widths = [observation_size, *net_arch[key], outputs]
+        total += sum((inputs + 1) * units for inputs, units in zip(widths, widths[1:], strict=False))
+    return total
 
 
 def _no_optimizer(parameters: Any, lr: float, **kwargs: Any) -> None:

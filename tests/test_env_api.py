@@ -195,6 +195,21 @@ def test_step_after_the_end_is_safe():
     assert env.action_masks().tolist() == [False] * 60 + [True]
 
 
+@pytest.mark.parametrize("opponent", ["random", FirstLegalPolicy()])  # the compiled path and the Python one
+def test_a_finished_game_still_refuses_actions_that_are_not_integers(opponent):
+    env = UnoEnv(opponent=opponent)
+    obs, info = env.reset(seed=2)
+    terminated = False
+    for _ in capped(1000):
+        if terminated:
+            break
+        obs, _, terminated, _, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
+    for action in ("x", 4.0, None):
+        with pytest.raises(TypeError, match="integer"):
+            env.step(action)
+    assert env.step(DRAW)[2] is True
+
+
 def test_calls_before_reset():
     env = UnoEnv()
     with pytest.raises(RuntimeError, match="reset"):
@@ -212,6 +227,9 @@ def test_calls_before_reset():
     ({"render_mode": "video"}, ["render_mode", "video"]),
     ({"belief": "magic"}, ["belief", "magic"]),
     ({"n_particles": 0}, ["n_particles", "0"]),
+    ({"privileged": "no"}, ["privileged", "'no'"]),  # truthy: it revealed the opponent's hand (issue 32)
+    ({"privileged": 1}, ["privileged", "1"]),
+    ({"dict_obs": "yes"}, ["dict_obs", "'yes'"]),
 ])
 def test_bad_constructor_arguments(kwargs, words):
     with pytest.raises(ValueError) as err:

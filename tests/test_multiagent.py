@@ -193,5 +193,7 @@ def test_constructor_rejects_bad_arguments():
         UnoAECEnv(illegal_action="ignore")
     with pytest.raises(ValueError, match="max_steps"):
         UnoAECEnv(max_steps=0)
+    with pytest.raises(ValueError, match="max_steps"):
+        UnoAECEnv(max_steps=True)  # a bool is no step count
     with pytest.raises(ValueError, match="render_mode"):
         UnoAECEnv(render_mode="human")

@@ -250,6 +250,40 @@ def test_resume_skips_a_torn_checkpoint_and_repairs_the_logs(finished: Path, tmp
     assert json.loads((run / "final_eval.json").read_text())["model"] == "best_model.zip"
 
 
+def _damage(path: Path, name: str) -> None:
+    """Flip bytes in the middle of one member's stored data: the zip still opens, that member fails its CRC."""
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo(name)
+    raw = bytearray(path.read_bytes())
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra) + info.compress_size // 2
+    raw[start:start + 8] = bytes(b ^ 0xFF for b in raw[start:start + 8])
+    path.write_bytes(bytes(raw))
+
+
+def test_resume_sets_aside_a_damaged_data_member_and_records_of_the_wrong_shape(finished: Path, tmp_path: Path,
+                                                                              capsys: pytest.CaptureFixture):
+    """Issue 32: a newest checkpoint whose ``data`` is damaged blocked --resume; valid JSON of the wrong shape in
+    evaluations.jsonl or run_info.json stopped it with a KeyError."""
+    run = tmp_path / "tiny"
+    shutil.copytree(finished, run)
+    newest = run / "checkpoints" / "step_000000256.zip"
+    _damage(newest, "data")
+    PPOPolicy.load(newest)  # a player still loads it: only what resuming reads is damaged
+    with open(run / "evaluations.jsonl", "a") as out:
+        out.write('{"step": 100}\n[1, 2]\n{"step": 50, "mean_win_rate": "high"}\n')
+    (run / "run_info.json").write_text(json.dumps({"sessions": [1, {"to_step": 3}]}))
+    assert main(["--resume", str(run), "--set", "total_timesteps=384", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "step_000000256.zip" in err and "run_info.json" in err
+    assert (run / "checkpoints" / "step_000000256.zip.broken").exists()
+    assert json.loads((run / "run_info.json.broken").read_text()) == {"sessions": [1, {"to_step": 3}]}
+    sessions = json.loads((run / "run_info.json").read_text())["sessions"]
+    assert len(sessions) == 1 and sessions[0]["from_step"] == 128 and sessions[0]["finished"]
+    steps = [json.loads(line)["step"] for line in (run / "evaluations.jsonl").read_text().splitlines()]
+    assert steps == [128, 256, 384]
+    assert '{"step": 100}' in (run / "evaluations.jsonl.broken").read_text()  # the lines left out are kept
+
+
 def test_resuming_a_finished_run_says_so(finished: Path, tmp_path: Path, capsys: pytest.CaptureFixture):
     run = tmp_path / "tiny"
     shutil.copytree(finished, run)
@@ -312,6 +346,25 @@ def test_a_run_dir_that_is_a_file_is_refused(tmp_path: Path, capsys: pytest.Capt
     (tmp_path / "file").write_text("x")
     assert main([str(config), "--run-dir", str(tmp_path / "file"), "--quiet"]) == 2
     assert "is a file" in capsys.readouterr().err
+    unwritable = Path("/sys/uno-run") if os.geteuid() == 0 else Path("/proc/uno-run")  # even root cannot write there
+    for run_dir in (tmp_path / "file" / "run", unwritable):
+        assert main([str(config), "--run-dir", str(run_dir), "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("uno-train: config error: cannot write the run folder") and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("key", ["pretrain.teacher", "opponents", "eval.opponents"])
+def test_a_broken_checkpoint_player_is_a_config_error(checkpoint: Path, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture, key: str):
+    broken = rewrite(checkpoint, tmp_path / "broken.zip", **{"policy.pth": b"not torch"})
+    value = {"pretrain.teacher": str(broken), "opponents": f"[{{mix: {{'{broken}': 1}}}}]",
+             "eval.opponents": f"['{broken}']"}[key]
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(tiny()))
+    assert main([str(config), "--run-dir", str(tmp_path / "run"), "--set", f"{key}={value}", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"uno-train: config error: {key}") and "policy.pth" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "run").exists()
 
 
 # ------------------------------------------------------------------------------------ real processes
@@ -380,6 +433,24 @@ def test_sigterm_checkpoints_and_leaves_no_workers(tmp_path: Path):
     assert _session_alive(process.pid) == []
 
 
+def test_a_second_sigterm_does_not_cut_the_first_short(tmp_path: Path):
+    """Issue 32: two SIGTERMs (a service manager's, then an impatient user's) ended the run with -15 or no save."""
+    run = tmp_path / "run"
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(tiny(total_timesteps=100_000, eval={"workers": 2, "every": 64})))
+    process = subprocess.Popen(_command(str(config), "--run-dir", str(run)), env=_env(), start_new_session=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for((run, "evaluations.jsonl"), process)
+    for _ in range(3):
+        process.send_signal(signal.SIGTERM)
+        time.sleep(0.2)
+    _, err = process.communicate()
+    assert process.returncode == 130, err
+    assert f"--resume {run}" in err and "Traceback" not in err
+    PPOPolicy.load(sorted((run / "checkpoints").glob("step_*.zip"))[-1])
+    assert _session_alive(process.pid) == []
+
+
 def test_kill_9_at_random_moments_then_resume_finishes(tmp_path: Path):
     run = tmp_path / "run"
     config = tmp_path / "tiny.yaml"
@@ -414,6 +485,9 @@ def test_kill_9_at_random_moments_then_resume_finishes(tmp_path: Path):
     ("eval.opponents=['..:x']", "eval.opponents"), ("eval.opponents=['os:system']", "eval.opponents"),
     ("eval.opponents=['json:JSONDecoder']", "eval.opponents"), ("name=" + "[" * 5000 + "]" * 5000, "name"),
     ("env.belief=" + "x" * 1_000_000, "env.belief"),
+    ("env.n_particles=1e12", "env.n_particles"), ("ppo.learning_rate=1e300", "ppo.learning_rate"),
+    ('name="a\\0b"', "name"), ("opponents=[{mix: {random: 1e308, rule: 1e308}}]", "opponents"),
+    ("eval.opponents=['sys:exit']", "eval.opponents"), ("pretrain.teacher=sys:exit", "pretrain.teacher"),
 ])
 def test_bad_config_values_exit_2_with_one_short_line(tmp_path: Path, capsys: pytest.CaptureFixture,
                                                       override: str, key: str):

@@ -10,6 +10,8 @@ from __future__ import annotations
 import fcntl
 import importlib.util
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -47,7 +49,7 @@ def ray_session():
     """
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("RAY_worker_niceness", "0")
-        ray.init(num_cpus=2, include_dashboard=False)
+        ray.init(address="local", num_cpus=2, include_dashboard=False)  # its own, even beside another Ray
         yield ray.get_runtime_context().gcs_address
         ray.shutdown()
 
@@ -87,6 +89,14 @@ def test_bad_sweep_files_are_refused_naming_the_key(tmp_path: Path, capsys: pyte
     err = capsys.readouterr().err
     assert err.startswith("uno-tune: config error:") and named in err and err.count("\n") == 1
     assert not (tmp_path / "out").exists()  # refused before any trial, and before the sweep folder
+
+
+def test_unwritable_destinations_are_refused_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    (tmp_path / "file").write_text("x")
+    for option in ("--out", "--json"):
+        with pytest.raises(SystemExit) as exited:
+            main([str(SMOKE), option, str(tmp_path / "file" / "under")])
+        assert exited.value.code == 2 and f"uno-tune: error: {option}" in capsys.readouterr().err
 
 
 def test_unreachable_address_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -195,6 +205,66 @@ def test_killed_sweep_resumes(ray_session: str, tmp_path: Path):
     assert trial["status"] == "finished" and trial["step"] == 3072
     sessions = json.loads((Path(trial["run_dir"]) / "run_info.json").read_text())["sessions"]
     assert len(sessions) == 2 and sessions[1]["from_step"] > 0  # continued from its checkpoint, not restarted
+
+
+def test_more_cpus_per_trial_than_the_cluster_has_is_refused(ray_session: str, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]):
+    """Issue 32: Tune kept such a trial PENDING forever."""
+    sweep = write_sweep(tmp_path / "greedy.yaml", cpus_per_trial=100000)
+    assert main([str(sweep), "--out", str(tmp_path / "out"), "--address", ray_session]) == 2
+    err = capsys.readouterr().err
+    assert "cpus_per_trial 100000" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def _trial_helpers() -> set[int]:
+    """The multiprocessing processes (pool workers, fork servers) of the module's Ray workers: their environment
+    names this test process's raylet."""
+    raylets = [d.name for d in Path("/proc").glob("[0-9]*") if _read(d / "cmdline").find(b"raylet/raylet") >= 0
+               and _read(d / "stat").rsplit(b")", 1)[-1].split()[1:2] == [str(os.getpid()).encode()]]
+    marks = [f"RAY_RAYLET_PID={pid}\0".encode() for pid in raylets]
+    return {int(d.name) for d in Path("/proc").glob("[0-9]*") if b"multiprocessing" in _read(d / "cmdline")
+            and any(mark in _read(d / "environ") for mark in marks)}
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def test_sigterm_stops_the_sweep_and_leaves_no_workers(ray_session: str, tmp_path: Path):
+    """Issue 32: SIGTERM aborted uno-tune (status -6), and its trials' worker processes could outlive it."""
+    steps = [*TINY, "total_timesteps=30720", "eval.every=512", "checkpoint_every=512", "eval.workers=2",
+             "vec_env=subproc"]
+    sweep = write_sweep(tmp_path / "long.yaml", trials=1, set=steps)
+    out = tmp_path / "long"
+    process = subprocess.Popen([sys.executable, "-m", "train.cli.tune", str(sweep), "--out", str(out), "--address",
+                                ray_session], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 200
+    try:  # stop it once the trial has reported its first evaluation (its pools and env workers are running)
+        while not any(path.stat().st_size for path in out.glob("*/result.json")):
+            assert process.poll() is None and time.monotonic() < deadline, "the sweep ended or never reported"
+            time.sleep(0.2)
+        helpers = _trial_helpers()
+        assert helpers, "the trial runs worker processes"
+        for _ in range(2):  # a second SIGTERM while the first is handled changes nothing
+            process.send_signal(signal.SIGTERM)
+            time.sleep(0.3)
+        _, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, err[-2000:]
+    assert f"--resume {out}" in err
+    for lock in out.glob("runs/*/.lock"):  # the trial's trainer released its run folder
+        with open(lock) as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+    deadline = time.monotonic() + 30
+    while (alive := helpers & _trial_helpers()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not alive, f"worker processes outlived the sweep: {sorted(alive)}"
 
 
 # ------------------------------------------------------------------------------------ evaluation on Ray

@@ -61,6 +61,8 @@ def test_make_vec_builds_the_native_env_with_the_single_envs_spaces():
     ({"num_envs": 0}, "num_envs"), ({"num_envs": -2}, "num_envs"), ({"num_envs": True}, "num_envs"),
     ({"num_envs": 2.0}, "num_envs"), ({"belief": "particles"}, "particles"), ({"opponent": "search"}, "'search'"),
     ({"opponent": {"rule": -1.0}}, "'rule'"), ({"opponent": {"rule": 0}}, "positive weight"),
+    ({"opponent": {"rule": float("inf")}}, "'rule'"), ({"opponent": {"rule": float("nan")}}, "'rule'"),
+    ({"opponent": {"rule": 1e308, "random": 1e308}}, "'rule'"),  # their sum overflowed to inf
     ({"opponent": object()}, "opponent"), ({"first_player": "me"}, "first_player"),
     ({"illegal_action": "ignore"}, "illegal_action"), ({"max_episode_steps": 0}, "max_episode_steps"),
     ({"autoreset_mode": "Sometimes"}, "autoreset_mode"), ({"render_mode": "human"}, "render_mode"),
@@ -245,6 +247,27 @@ def run_until_an_end(env: UnoVectorEnv, rng: np.random.Generator):
         if terminated.any():
             return obs, rewards, terminated, info
     raise AssertionError("no game ended in 500 steps")
+
+
+def test_numpy_scalar_seeds_are_ints():
+    env = UnoVectorEnv(3)
+    expected = env.reset(seed=3)[0]
+    for seed in (np.array(3), np.int64(3), np.array(3, dtype=np.uint32)):
+        assert np.array_equal(UnoVectorEnv(3).reset(seed=seed)[0], expected)
+    with pytest.raises(ValueError, match="seed"):
+        env.reset(seed=np.array(3.5))
+
+
+def test_the_first_reset_deals_every_game():
+    env = UnoVectorEnv(3)
+    for mask in (np.zeros(3, dtype=bool), np.array([True, False, True])):
+        with pytest.raises(ValueError, match="first reset deals every sub-env"):
+            env.reset(seed=1, options={"reset_mask": mask})
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(np.zeros(3, dtype=np.int64))  # the refused reset dealt nothing
+    obs, info = env.reset(seed=1, options={"reset_mask": np.ones(3, dtype=bool)})
+    assert info["action_mask"].any(axis=1).all() and obs.any(axis=1).all()
+    env.reset(options={"reset_mask": np.zeros(3, dtype=bool)})  # from then on a mask of zeros resets nothing
 
 
 def test_next_step_autoreset_starts_the_next_game_and_ignores_the_action():

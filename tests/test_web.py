@@ -7,17 +7,22 @@ installs both, so a skip there would hide a table nobody tested.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import socket
 import threading
+import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from train.table import web
 from train.table.records import load_record, positions, record_match
 from train.table.web import make_server
 from uno_env.opponents import RandomPolicy, RulePolicy
@@ -222,3 +227,52 @@ def test_a_long_hand_fits_its_row_and_every_card_can_be_clicked(server):
             assert blocked == []
         finally:
             browser.close()
+
+
+# ------------------------------------------------------------------------------------ hostile clients (issue 32)
+def _raw(url: str, request: bytes, wait: float = 30.0) -> bytes:
+    """Send raw bytes to the server; everything it answers until it closes the connection (or ``wait`` passes)."""
+    address = urllib.parse.urlsplit(url)
+    with socket.create_connection((address.hostname, address.port), timeout=wait) as connection:
+        connection.sendall(request)
+        answer = b""
+        with contextlib.suppress(TimeoutError):
+            while chunk := connection.recv(65536):
+                answer += chunk
+    return answer
+
+
+def test_many_simultaneous_connections_wait_instead_of_being_reset(tmp_path: Path):
+    """Connections wait in the listen backlog while the server is busy (it held 5: the 6th and later were lost)."""
+    httpd = make_server(port=0, save_dir=tmp_path, quiet=True)  # bound and listening, not yet accepting
+    try:
+        waiting = [socket.create_connection(httpd.server_address[:2], timeout=3) for _ in range(40)]
+        for connection in waiting:
+            connection.close()
+    finally:
+        httpd.server_close()
+
+
+def test_a_client_that_stalls_mid_body_is_dropped(server: str, monkeypatch: pytest.MonkeyPatch):
+    assert 0 < web._Handler.timeout <= 60  # connections time out (there was no limit)
+    monkeypatch.setattr(web._Handler, "timeout", 0.5)  # shortened for the test
+    started = time.monotonic()
+    host = urllib.parse.urlsplit(server).netloc
+    answer = _raw(server, f"POST /api/games HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                          "Content-Length: 100\r\n\r\n{".encode(), wait=20)
+    assert time.monotonic() - started < 10, "the server held the connection"
+    assert answer.startswith(b"HTTP/1.1 408") and b"did not arrive" in answer
+
+
+def test_the_host_header_must_name_this_server(server: str):
+    port = urllib.parse.urlsplit(server).port
+    for host, allowed in ((f"127.0.0.1:{port}", True), (f"localhost:{port}", True), (f"[::1]:{port}", True),
+                          (f"evil.example:{port}", False), ("127.0.0.1", False), (f"localhost.evil.example:{port}",
+                                                                                   False), ("", False)):
+        answer = _raw(server, f"GET /api/options HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        assert answer.startswith(b"HTTP/1.1 200" if allowed else b"HTTP/1.1 403"), (host, answer[:80])
+
+
+def test_a_deeply_nested_body_is_a_400(server: str):
+    status, answer = call(f"{server}/api/games", "POST", raw=b"[" * 200_000 + b"]" * 200_000)
+    assert status == 400 and "nests too deeply" in answer["error"]

@@ -20,6 +20,7 @@ import yaml
 from train.specs import checkpoint_path, validate_spec
 from uno_env.belief import BeliefKind
 from uno_env.cards import short_repr
+from uno_env.vector import MAX_WEIGHT
 from uno_env.vector import OPPONENTS as NATIVE_OPPONENTS
 
 #: The opponent-mix key meaning "a recent checkpoint of the agent being trained" (self-play).
@@ -52,6 +53,14 @@ def _bounded(low: int, high: int) -> Any:
     return check
 
 
+def _at_most(high: float) -> Any:
+    """A check that a positive number is at most ``high``: beyond it, training only makes NaNs."""
+    def check(value: float) -> str | None:
+        return "must be > 0" if value <= 0 else None if value <= high else f"must be at most {high:g}"
+
+    return check
+
+
 #: Seeds go to numpy, random and torch, which take 0..2**32-1; runs add their step and offsets to them.
 _seed = _bounded(0, 2**31 - 1)
 
@@ -66,8 +75,8 @@ class EnvConfig:
 
     belief: BeliefKind = "none"
     first_player: Literal["agent", "opponent", "random"] = "random"
-    n_particles: int = field(default=200, metadata=_check(_positive))
-    max_episode_steps: int = field(default=1000, metadata=_check(_positive))
+    n_particles: int = field(default=200, metadata=_check(_bounded(1, 100_000)))
+    max_episode_steps: int = field(default=1000, metadata=_check(_bounded(1, 10_000_000)))
     # See train.training.trainer.CardCountShaping.
     reward_shaping: float = field(default=0.0, metadata=_check(_non_negative))
 
@@ -76,7 +85,7 @@ class EnvConfig:
 class PPOConfig:
     """MaskablePPO hyperparameters (stable-baselines3 names; ``n_steps`` is per env)."""
 
-    learning_rate: float = field(default=3e-4, metadata=_check(_positive))
+    learning_rate: float = field(default=3e-4, metadata=_check(_at_most(1.0)))
     lr_schedule: Literal["constant", "linear"] = "constant"
     n_steps: int = field(default=256, metadata=_check(_bounded(1, 1_000_000)))
     batch_size: int = field(default=512, metadata=_check(_bounded(1, 10_000_000)))
@@ -163,7 +172,7 @@ class PretrainConfig:
     expert: str | None = None
     expert_games: int | None = field(default=None, metadata=_check(_positive))
     epochs: int = field(default=10, metadata=_check(_positive))
-    learning_rate: float = field(default=1e-3, metadata=_check(_positive))
+    learning_rate: float = field(default=1e-3, metadata=_check(_at_most(1.0)))
     batch_size: int = field(default=256, metadata=_check(_positive))
     deck_orders: int = field(default=4, metadata=_check(_bounded(1, 64)))
     base_bonus: float = field(default=0.1, metadata=_check(_non_negative))
@@ -338,6 +347,10 @@ def _join(prefix: str, name: Any) -> str:
 
 def _validate(config: TrainConfig) -> None:
     """Checks that involve several keys, or the players the config names."""
+    name = config.name
+    if not name or name in (".", "..") or "/" in name or any(ord(c) < 32 for c in name):  # run folders are named so
+        raise ConfigError(f"name must be a folder name (not empty, no '/', no control characters), got "
+                          f"{short_repr(name)}")
     ppo = config.ppo
     rollout = ppo.n_steps * config.n_envs
     if ppo.batch_size > rollout:
@@ -364,6 +377,8 @@ def _validate(config: TrainConfig) -> None:
         for name, weight in phase.mix.items():
             if weight < 0:
                 raise ConfigError(f"{key}.mix.{name} must be >= 0, got {weight!r}")
+            if weight > MAX_WEIGHT:  # weights are relative; huge ones would overflow their sum
+                raise ConfigError(f"{key}.mix.{name} must be at most {MAX_WEIGHT:g}, got {weight!r}")
             problem = None if name == SELF else validate_spec(name)
             if problem:
                 raise ConfigError(f"{key}.mix.{name}: unknown opponent {name!r}: {problem}")

@@ -6,7 +6,8 @@ A spec is one of:
 * a MaskablePPO checkpoint: a ``.zip`` file, a shipped-agent folder holding ``model.zip``
   (``models/search-q-none``, or just ``search-q-none`` for a shipped agent: :mod:`agents.shipped` says where they are),
   or a training run folder (its ``best_model.zip``);
-* ``module:attribute``: an importable Policy object, class or zero-argument factory.
+* ``module:attribute``: an importable Policy object, Policy class, or zero-argument factory function annotated to
+  return a Policy class; it is checked without being called (:func:`policy_target`).
 
 Nothing here loads torch, so a config names its players cheaply; :mod:`train.policies` builds them.
 """
@@ -14,6 +15,8 @@ Nothing here loads torch, so a config names its players cheaply; :mod:`train.pol
 from __future__ import annotations
 
 import importlib
+import inspect
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +40,12 @@ def checkpoint_path(spec: str) -> Path | None:
 
 
 def validate_spec(spec: str) -> str | None:
-    """Why ``spec`` cannot name a player, or None when it can (cheap: loads no checkpoint)."""
+    """Why ``spec`` cannot name a player, or None when it can (cheap: loads no checkpoint, calls nothing)."""
     if spec in policy_names() or checkpoint_path(spec) is not None:
         return None
     if ":" in spec:
         try:
-            import_policy(spec)  # imports and builds it: a module:attribute that is no Policy is refused here
+            policy_target(spec)  # imported and checked, not called: building it waits until it is asked to play
         except ValueError as error:
             return str(error)
         return None
@@ -60,19 +63,49 @@ def label(spec: str | Policy) -> str:
     return path.name or spec
 
 
-def import_policy(spec: str) -> Policy:
-    """The Policy a ``module:attribute`` spec names (``ValueError`` when it names none)."""
+def policy_target(spec: str) -> Any:
+    """What a ``module:attribute`` spec names, checked without calling it (``ValueError`` when it is no player).
+
+    Accepted: a Policy object (``reset(seed)`` and ``act(view)``), a class whose instances are Policies, or a
+    factory: a function whose return annotation is such a class (``def make() -> SearchPolicy``). Anything else,
+    such as ``sys:exit``, is refused here, before it could run. The module itself is imported (its top-level code
+    runs), as ``python -m`` would.
+    """
     module_name, _, attribute = spec.partition(":")
     try:
         target: Any = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError, TypeError, ValueError) as error:  # TypeError/ValueError: e.g. "..:x"
         raise ValueError(f"cannot import player {short_repr(spec)}: {short_repr(str(error))}") from None
+    if isinstance(target, type):
+        if not _is_policy(target):
+            raise ValueError(f"{short_repr(spec)} is a class without reset(seed) and act(view) methods, not a Policy")
+        return target
+    if _is_policy(target) or _factory_product(target) is not None:
+        return target
+    raise ValueError(f"{short_repr(spec)} is not a Policy object, a Policy class, or a factory annotated to return "
+                     f"one (def make() -> MyPolicy), but {short_repr(target)}; it was not called")
+
+
+def _factory_product(target: Any) -> type | None:
+    """The Policy class a plain function's return annotation names, or None (a builtin or unannotated callable)."""
+    if not inspect.isfunction(target):
+        return None
+    try:
+        product = typing.get_type_hints(target).get("return")
+    except Exception:  # an annotation that does not resolve (a name the module lacks): not a declared factory
+        return None
+    return product if isinstance(product, type) and _is_policy(product) else None
+
+
+def import_policy(spec: str) -> Policy:
+    """The Policy a ``module:attribute`` spec names, built (:func:`policy_target` says what it may name)."""
+    target = policy_target(spec)
     if isinstance(target, type) or not _is_policy(target):
         try:
-            target = target()  # a class or zero-argument factory
+            target = target()  # a class or a factory, checked by policy_target
         except Exception as error:  # whatever the user's callable raises, reported as a bad spec
-            raise ValueError(f"{short_repr(spec)} is not a Policy, nor a class or zero-argument factory of one: "
-                             f"calling it raised {type(error).__name__}: {short_repr(str(error))}") from None
+            raise ValueError(f"{short_repr(spec)}: building the player raised {type(error).__name__}: "
+                             f"{short_repr(str(error))}") from None
     if not _is_policy(target):
         raise ValueError(f"{short_repr(spec)} did not give a Policy (an object with reset(seed) and act(view)), "
                          f"but {short_repr(target)}")

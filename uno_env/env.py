@@ -66,12 +66,14 @@ class UnoEnv(gym.Env):
     * ``illegal_action``: ``"lose"`` (default, as PettingZoo and pgx) or ``"raise"``
       (:class:`~uno_env.game.IllegalActionError`, the game state unchanged). An integer outside 0..60 is
       an illegal action; a value that is not an integer (a float, even ``4.0``, a string, bytes, a bool,
-      ``None``, an array other than a 0-d integer one) raises ``TypeError`` naming it, in either mode.
+      ``None``, an array other than a 0-d integer one) raises ``TypeError`` naming it, in either mode, and
+      also once the game is over.
     * ``render_mode``: ``None``; ``"ansi"`` (``render()`` returns a text picture of the table from the
       agent's side); ``"rgb_array"`` (a ``uint8`` array of shape ``(480, 720, 3)``: both hands as the agent
       may see them, top card, colour in force, pile and deck sizes, the last events; :mod:`uno_env.render`),
       which SB3's ``make_vec_env`` and Gymnasium's ``RecordVideo`` use; ``"human"`` (that picture in a
       window, updated on every reset and step). ``save_picture(path)`` writes it as SVG, PNG or PDF.
+    * ``dict_obs`` and ``privileged`` must be ``True`` or ``False`` (another value raises ``ValueError``).
     * ``privileged``: for training a privileged critic only (``policy.critic: privileged`` in a training
       config): append the hidden-state channels of :func:`~uno_env.observation.encode_privileged` (the
       opponent's hand, the next deck cards) to the flat observation. This shows the agent what a player
@@ -100,6 +102,9 @@ class UnoEnv(gym.Env):
             raise ValueError(f"illegal_action must be 'lose' or 'raise', got {illegal_action!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None, 'ansi', 'rgb_array' or 'human', got {render_mode!r}")
+        for option, value in (("dict_obs", dict_obs), ("privileged", privileged)):
+            if not isinstance(value, bool):  # "no" is truthy: privileged="no" would reveal the opponent's hand
+                raise ValueError(f"{option} must be True or False, got {value!r}")
         if privileged and dict_obs:
             raise ValueError("privileged=True appends channels to the flat observation; it cannot be combined "
                              "with dict_obs=True")
@@ -165,9 +170,9 @@ class UnoEnv(gym.Env):
         game = self._game
         if game is None:
             raise RuntimeError("call reset() before step()")
+        action = as_action(action)  # a TypeError for anything but an integer, whatever illegal_action says
         if game.done:  # stepping a finished game changes nothing
             return self._obs_copy(), 0.0, True, False, self._info()
-        action = as_action(action)  # a TypeError for anything but an integer, whatever illegal_action says
         if not game.is_legal(action):
             if self.illegal_action == "raise":
                 raise IllegalActionError(game.illegal_reason(action))
@@ -226,9 +231,9 @@ class UnoEnv(gym.Env):
     def _step_compiled(self, action):
         """:meth:`step` on the compiled path: the same checks, outcomes and ``info``."""
         table = self._compiled
+        action = as_action(action)  # a TypeError for anything but an integer, whatever illegal_action says
         if table.outcome is not None:  # stepping a finished game changes nothing
             return self._obs_copy(), 0.0, True, False, table.info()
-        action = as_action(action)  # a TypeError for anything but an integer, whatever illegal_action says
         if not table.is_legal(action):
             if self.illegal_action == "raise":
                 raise IllegalActionError(table.to_game().illegal_reason(action))

@@ -45,6 +45,9 @@ AGENT, OPPONENT = 0, 1
 #: The built-in opponents the kernel plays, by code (the index: core's RANDOM_POLICY, RULE_POLICY); a
 #: :class:`CompiledOpponent` has the next code.
 OPPONENTS: tuple[str, ...] = ("random", "rule")
+#: The largest weight of an opponent mix: weights are relative, so any mix is expressed below it, and their sum
+#: stays finite.
+MAX_WEIGHT = 1e9
 assert OPPONENTS.index("random") == core.RANDOM_POLICY and OPPONENTS.index("rule") == core.RULE_POLICY
 _COMPILED = len(OPPONENTS)
 _FIRST_PLAYER = {"agent": AGENT, "opponent": OPPONENT, "random": -1}
@@ -212,13 +215,16 @@ class UnoVectorEnv(VectorEnv):
       ``info["final_obs"]`` (an ``(N, obs)`` array, rows valid where ``info["_final_obs"]``);
     * ``DISABLED``: ended sub-envs must be reset with ``reset(options={"reset_mask": mask})`` before the next step.
 
+    The first reset deals every sub-env: a ``reset_mask`` that leaves one out there raises ``ValueError`` (refused
+    rather than silently widened, so a mask never means more than it says).
+
     ``info`` holds ``"action_mask"`` after every reset and step; after a step where games ended, ``"is_success"``
     (the agent won) and ``"opponent"`` (who played it: an index into :attr:`opponent_names`), each with its Gymnasium
     ``"_key"`` mask of the sub-envs whose game ended; ``"illegal_action"`` likewise when one was played.
 
     ## Arguments
     * ``num_envs``: N, a positive int.
-    * ``opponent``: ``"random"``, ``"rule"``, a mix ``{"random": w, "rule": w}`` of non-negative weights (each
+    * ``opponent``: ``"random"``, ``"rule"``, a mix ``{"random": w, "rule": w}`` of weights in 0..1e9 (each
       game's opponent drawn from it), or a :class:`CompiledOpponent` (a checkpoint trained with ``belief="none"``:
       :func:`agents.compiled_actor.compiled_opponent`). Other players (search, belief checkpoints) need
       ``vectorization_mode="sync"``.
@@ -311,8 +317,9 @@ class UnoVectorEnv(VectorEnv):
                              f"{', '.join(map(repr, unknown))} (other players need vectorization_mode='sync')")
         mix = {}
         for name, weight in opponent.items():
-            if isinstance(weight, bool) or not isinstance(weight, int | float) or not weight >= 0:
-                raise ValueError(f"opponent weight of {name!r} must be a non-negative number, got {weight!r}")
+            if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight <= MAX_WEIGHT:
+                # NaN fails the comparison; inf or 1e308 would overflow the sum the weights are divided by
+                raise ValueError(f"opponent weight of {name!r} must be a number in 0..{MAX_WEIGHT:g}, got {weight!r}")
             if weight > 0:
                 mix[name] = float(weight)
         if not mix:
@@ -340,6 +347,9 @@ class UnoVectorEnv(VectorEnv):
               options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
         """New games in every sub-env (or those of ``options["reset_mask"]``); see the class docstring for seeds.
 
+        The first reset deals every sub-env: a ``reset_mask`` that leaves one out raises ``ValueError`` there (its
+        game would be undealt). A seed may be an int, a numpy integer or a 0-d integer array.
+
         ``seed``: an int ``s`` seeds sub-env ``i`` with ``s + i``; a sequence gives each sub-env its seed; ``None``
         continues the sub-envs' streams (the first reset then seeds them from fresh entropy).
         """
@@ -354,6 +364,8 @@ class UnoVectorEnv(VectorEnv):
             if which.dtype != np.bool_ or which.shape != (self.num_envs,):
                 raise ValueError(f"reset_mask must be a bool array of shape ({self.num_envs},), got "
                                  f"{which.dtype} {which.shape}")
+        if self._streams is None and not which.all():
+            raise ValueError("the first reset deals every sub-env: give no reset_mask, or one of all True")
         seeds = self._seeds(seed)
         if seeds is not None:
             streams = np.array([np.random.SeedSequence(s).generate_state(1, np.uint64)[0] for s in seeds],
@@ -373,6 +385,8 @@ class UnoVectorEnv(VectorEnv):
     def _seeds(self, seed: int | Sequence[int] | None) -> list[int] | None:
         if seed is None:
             return None
+        if isinstance(seed, np.ndarray) and seed.ndim == 0:
+            seed = seed[()]  # a 0-d array: its scalar (a numpy integer when it holds one)
         if isinstance(seed, int | np.integer) and not isinstance(seed, bool) and seed >= 0:
             super().reset(seed=int(seed))  # self.np_random follows the seed, as in Gymnasium's vector envs
             return [int(seed) + i for i in range(self.num_envs)]

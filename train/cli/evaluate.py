@@ -23,6 +23,7 @@ from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
+from train.cli.destinations import file_problem, folder_problem
 from train.evaluation.matches import evaluate, format_table
 from train.evaluation.tournament import format_tournament, round_robin
 from train.specs import checkpoint_path
@@ -65,13 +66,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--pairs must be at least 1, got {args.pairs}")
     if not 0 <= args.seed < 2**31:
         parser.error(f"--seed must be in 0..{2**31 - 1}, got {args.seed}")
-    if args.json and (args.json.is_dir() or not args.json.parent.is_dir()):  # checked before the long evaluation
-        parser.error(f"--json {args.json}: " + ("is a folder" if args.json.is_dir() else
-                                                f"its folder {args.json.parent} does not exist"))
-    if args.save_games and (args.tournament or (args.save_games.exists() and not args.save_games.is_dir())):
-        parser.error(f"--save-games {args.save_games}: " + ("is not a folder" if not args.tournament else
-                                                            "saves the games of one agent's evaluation, "
-                                                            "not of a --tournament"))
+    if args.workers is not None and args.workers < 1:
+        parser.error(f"--workers must be at least 1 (leave it out for one per core), got {args.workers}")
+    if not 1 <= args.n_particles <= 100_000:  # the bound of a training config's env.n_particles
+        parser.error(f"--n-particles must be in 1..100000, got {args.n_particles}")
+    # The destinations are checked before the evaluation, which may take hours: its results must not be lost.
+    problem = args.json and file_problem(args.json)
+    if problem:
+        parser.error(f"--json {args.json}: {problem}")
+    if args.save_games and args.tournament:
+        parser.error(f"--save-games {args.save_games}: saves the games of one agent's evaluation, not of a "
+                     "--tournament")
+    problem = args.save_games and folder_problem(args.save_games)
+    if problem:
+        parser.error(f"--save-games {args.save_games}: {problem}")
     if not args.tournament and len(args.players) != 1:
         parser.error("give one agent (or --tournament for several players)")
     if args.address and importlib.util.find_spec("ray") is None:

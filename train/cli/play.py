@@ -8,8 +8,9 @@
 
 Players (``--opponent``, ``--watch``) are specs of :mod:`train.specs`, as in ``uno-evaluate``: a registered
 name (``random``, ``rule``, ``search``, ...), a checkpoint (a ``.zip``, a run folder, a shipped agent such as
-``search-q-ensemble``), or ``module:attribute`` naming a Policy object, class or factory. ``--seed`` replays the
-same deals; without it a seed is picked and printed. The programs themselves live in :mod:`train.table`.
+``search-q-ensemble``), or ``module:attribute`` naming a Policy object, class or factory (a function annotated
+to return a Policy class; nothing is called to check it). ``--seed`` replays the same deals; without it a seed is
+picked and printed. The programs themselves live in :mod:`train.table`.
 """
 
 from __future__ import annotations
@@ -21,16 +22,19 @@ from pathlib import Path
 
 import numpy as np
 
+from train.cli.destinations import folder_problem
 from train.policies import resolve_policy
 from train.specs import label
 from train.table.records import load_record
 from train.table.replay import replay
 from train.table.terminal import TerminalGame
 from train.table.watch import watch
-from train.table.web import serve
+from train.table.web import make_server, serve
 from uno_env.policy import Policy, policy_names
 
 FIRST_CHOICES = ("agent", "opponent", "random")
+#: The longest --pace (an hour between moves): time.sleep refuses NaN and overflows on huge values.
+MAX_PACE = 3600.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
     player_help = ("a registered name (" + ", ".join(policy_names()) + ", ...), a checkpoint .zip or run folder, "
-                   "or module:attribute naming a Policy object, class or factory")
+                   "or module:attribute naming a Policy object, a Policy class, or a function annotated to return one")
     modes = parser.add_mutually_exclusive_group()
     modes.add_argument("--watch", nargs=2, metavar=("A", "B"), help="watch player A against player B: " + player_help)
     modes.add_argument("--replay", type=Path, metavar="FILE", help="step through a saved game record")
@@ -75,12 +79,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--seed must be in 0..{2**62 - 1}, got {args.seed}")
     if args.games is not None and args.games < 1:
         parser.error(f"--games must be at least 1, got {args.games}")
-    if args.pace < 0:
-        parser.error(f"--pace must be at least 0 seconds, got {args.pace}")
+    if not 0 <= args.pace <= MAX_PACE:  # NaN fails the comparison too
+        parser.error(f"--pace must be at least 0 and at most {MAX_PACE:g} seconds, got {args.pace}")
     if not 0 <= args.port < 65536:
         parser.error(f"--port must be in 0..65535, got {args.port}")
-    if args.save_games is not None and args.save_games.exists() and not args.save_games.is_dir():
-        parser.error(f"--save-games {args.save_games}: exists and is not a folder")
+    if args.save_games is not None:
+        problem = folder_problem(args.save_games)
+        if problem:
+            parser.error(f"--save-games {args.save_games}: {problem}")
     seed = args.seed if args.seed is not None else int(np.random.default_rng().integers(1_000_000))
     try:
         if args.replay is not None:
@@ -95,7 +101,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                   show_hands=not args.hide_hands, save_dir=args.save_games)
         elif args.web:
             _player(parser, "--opponent", args.opponent)  # a bad default opponent is refused before serving
-            serve(args.host, args.port, default_opponent=args.opponent, save_dir=args.save_games)
+            try:
+                server = make_server(args.host, args.port, default_opponent=args.opponent, save_dir=args.save_games)
+            except ValueError as err:
+                parser.error(f"--host/--port: {err}")
+            serve(server)
         else:
             opponent = _player(parser, "--opponent", args.opponent)
             TerminalGame(opponent, label(args.opponent), seed, games=args.games or 3, first=args.first,

@@ -32,7 +32,12 @@ DEFAULT_CONFIG = "configs/default.yaml"
 
 
 def _interrupt(signum: int, frame: object) -> None:
-    """SIGTERM handler: stop training the way Ctrl-C does (checkpoint, workers stopped, the resume command)."""
+    """SIGTERM handler: stop training the way Ctrl-C does (checkpoint, workers stopped, the resume command).
+
+    Further SIGTERMs (a service manager, or an impatient user, sending another) are ignored from then on: the
+    checkpoint being saved must not be cut short, and the program must still end with status 130.
+    """
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise KeyboardInterrupt
 
 
@@ -60,6 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--address needs Ray, which is not installed; install the tune extra: pip install 'uno-rl[tune]'")
     command = shlex.join(["uno-train", *(sys.argv[1:] if argv is None else argv)])
     run_dir: Path | None = None
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # from here on: a SIGTERM is a Ctrl-C (status 130)
     try:
         if args.resume:
             if args.config or args.run_dir:
@@ -73,12 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             config = load_config(find_config(args.config or DEFAULT_CONFIG), args.overrides)
             run_dir = args.run_dir or args.runs_root / f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}"
         print(f"run folder: {run_dir}", flush=True)
-        previous = signal.signal(signal.SIGTERM, _interrupt)
-        try:
-            train(config, run_dir, resume=bool(args.resume), command=command, quiet=args.quiet,
-                  address=args.address)
-        finally:
-            signal.signal(signal.SIGTERM, previous)
+        train(config, run_dir, resume=bool(args.resume), command=command, quiet=args.quiet, address=args.address)
     except ConfigError as error:
         print(f"uno-train: config error: {error}", file=sys.stderr)
         return 2
@@ -96,6 +97,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"uno-train: disk full writing {error.filename or 'the run folder'}; free some space, then continue "
               f"with: uno-train --resume {shlex.quote(str(resume))}", file=sys.stderr)
         return 2
+    finally:
+        if signal.getsignal(signal.SIGTERM) is _interrupt:  # after a SIGTERM it stays ignored until the exit
+            signal.signal(signal.SIGTERM, previous)
     return 0
 
 

@@ -15,17 +15,60 @@ on a bad sweep file or an unreachable ``--address``.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
+import signal
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from agents.files import write_text
+from train.cli.destinations import file_problem, folder_problem
 from train.config import ConfigError
 from train.sweeps.config import load_sweep, save_sweep
 from train.sweeps.report import comparison_table, print_trials
 from train.sweeps.tune import run_sweep
+
+_NO_SIGINT_HANDLER = "TUNE_DISABLE_SIGINT_HANDLER"
+
+
+class _GracefulStop:
+    """Ctrl-C or SIGTERM during the sweep: Tune stops the trials (each trainer saves a checkpoint and stops its worker
+    processes), saves the experiment, and ``uno-tune`` exits with status 130 (later signals are ignored meanwhile).
+
+    Tune stops gracefully on SIGUSR1 (its own SIGINT handler is turned off, so both signals take this one path);
+    without this, SIGTERM aborted the driver and the trials' worker processes could outlive it.
+    """
+
+    def __init__(self) -> None:
+        self.signal: str | None = None
+        self.previous: dict[int, Any] = {}
+        self.variable: str | None = None
+
+    def __enter__(self) -> _GracefulStop:
+        self.variable = os.environ.get(_NO_SIGINT_HANDLER)
+        os.environ[_NO_SIGINT_HANDLER] = "1"
+        for number in (signal.SIGINT, signal.SIGTERM):
+            self.previous[number] = signal.signal(number, self._stop)
+        return self
+
+    def _stop(self, number: int, frame: object) -> None:
+        if self.signal is not None:
+            return
+        self.signal = signal.Signals(number).name
+        if signal.getsignal(signal.SIGUSR1) in (signal.SIG_DFL, signal.SIG_IGN, None):
+            raise KeyboardInterrupt  # Tune is not running yet (or any more): nothing to stop gracefully
+        os.kill(os.getpid(), signal.SIGUSR1)  # Tune's graceful stop
+
+    def __exit__(self, *exception: object) -> None:
+        for number, handler in self.previous.items():
+            signal.signal(number, handler)
+        if self.variable is None:
+            os.environ.pop(_NO_SIGINT_HANDLER, None)
+        else:
+            os.environ[_NO_SIGINT_HANDLER] = self.variable
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -45,13 +88,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("give a sweep file, or --resume SWEEP_DIR")
     if args.samples is not None and args.samples < 1:
         parser.error(f"--samples must be at least 1, got {args.samples}")
-    if args.json and (args.json.is_dir() or not args.json.parent.is_dir()):
-        parser.error(f"--json {args.json}: " + ("is a folder" if args.json.is_dir() else
-                                                f"its folder {args.json.parent} does not exist"))
+    problem = args.json and file_problem(args.json)
+    if problem:
+        parser.error(f"--json {args.json}: {problem}")
+    problem = args.out and folder_problem(args.out)
+    if problem:
+        parser.error(f"--out {args.out}: {problem}")
     try:
         # Checked before anything long: an installation without the tune extra gets told what to install.
         import optuna  # noqa: F401
-        import ray  # noqa: F401
+        import ray
     except ImportError as error:
         print(f"uno-tune: {error.name} is not installed; install the tune extra: pip install 'uno-rl[tune]'",
               file=sys.stderr)
@@ -74,16 +120,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"uno-tune: config error: {error}", file=sys.stderr)
         return 2
     try:
+        cpus = ray.cluster_resources().get("CPU", 0)
+        if sweep.cpus_per_trial > cpus:  # Tune would keep such trials PENDING forever
+            print(f"uno-tune: config error: cpus_per_trial {sweep.cpus_per_trial:g} is more than the {cpus:g} CPUs "
+                  f"of the Ray cluster; no trial could start", file=sys.stderr)
+            return 2
         if not args.resume:
             sweep_dir.mkdir(parents=True, exist_ok=True)
             save_sweep(sweep, sweep_dir / "sweep.yaml")
         print(f"sweep folder: {sweep_dir}", flush=True)
-        trials = run_sweep(sweep, sweep_dir, resume=bool(args.resume))
+        with _GracefulStop() as stop:
+            try:
+                trials = run_sweep(sweep, sweep_dir, resume=bool(args.resume))
+            except KeyboardInterrupt:
+                trials = []
     finally:
         if started:
-            import ray
-
-            ray.shutdown()
+            ray.shutdown()  # the local Ray's processes end with it
+    if stop.signal is not None:
+        print(f"uno-tune: stopped by {stop.signal}; the trials saved their checkpoints. Continue with: uno-tune "
+              f"--resume {shlex.quote(str(sweep_dir))}", file=sys.stderr)
+        return 130
     print_trials(sweep, trials)
     if sweep.compare:
         print(comparison_table(sweep, trials))

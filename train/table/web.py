@@ -29,11 +29,15 @@ it was):
 Only opponents from :data:`OPTIONS` (the built-in names, the shipped agents and ``--opponent``) can be chosen:
 a request never names a module to import or a file to load. POST bodies must be ``application/json``, which a
 page of another site cannot send here without the browser asking first (CORS), and that is never allowed.
-Unknown game ids (a finished session, a restarted server) get a 404 that says so.
+Unknown game ids (a finished session, a restarted server) get a 404 that says so. The ``Host`` header must name the
+server by an IP address, ``localhost`` or the ``--host`` it was given, with its port (403 otherwise): a page of
+another site whose name was pointed at this machine (DNS rebinding) names that site. A client that stalls for
+:data:`READ_TIMEOUT` seconds in the middle of a request is dropped, and a body nested too deeply is a 400.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import secrets
 import threading
@@ -44,6 +48,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -62,6 +67,10 @@ from uno_env.view import PublicView
 MAX_GAMES = 64
 #: Largest request body accepted (a long game record is some tens of kilobytes).
 MAX_BODY = 1_000_000
+#: Seconds a connection may stall in the middle of a request (a promised body that never comes) before it is dropped.
+READ_TIMEOUT = 10.0
+#: Connections waiting to be accepted: a page opening several games at once must not be reset.
+LISTEN_BACKLOG = 128
 _STATIC = {"/": ("index.html", "text/html; charset=utf-8"), "/app.js": ("app.js", "text/javascript; charset=utf-8"),
            "/style.css": ("style.css", "text/css; charset=utf-8")}
 _FIRST = {"agent": 0, "opponent": 1}
@@ -232,8 +241,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     server: _Server
     protocol_version = "HTTP/1.1"
+    timeout = READ_TIMEOUT  # StreamRequestHandler sets it on the socket: every read waits at most this long
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        if not self._host_allowed():
+            return
         path = self.path.split("?", 1)[0]
         if path in _STATIC:
             name, kind = _STATIC[path]
@@ -251,6 +263,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(HTTPStatus.NOT_FOUND, f"nothing at {path}")
 
     def do_POST(self) -> None:  # noqa: N802
+        if not self._host_allowed():
+            return
         parts = self.path.split("?", 1)[0].strip("/").split("/")
         table = self.server.table
         if parts == ["api", "games"]:
@@ -273,9 +287,32 @@ class _Handler(BaseHTTPRequestHandler):
         if not 0 <= length <= MAX_BODY:
             raise RequestError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"the body may hold at most {MAX_BODY} bytes")
         try:
-            return json.loads(self.rfile.read(length))
+            data = self.rfile.read(length)
+        except TimeoutError:
+            self.close_connection = True
+            raise RequestError(HTTPStatus.REQUEST_TIMEOUT, f"the body did not arrive within {READ_TIMEOUT:g} s") \
+                from None
+        try:
+            return json.loads(data)
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
             raise RequestError(HTTPStatus.BAD_REQUEST, f"the body is not valid JSON: {error}") from None
+        except RecursionError:
+            raise RequestError(HTTPStatus.BAD_REQUEST, "the body nests too deeply") from None
+
+    def _host_allowed(self) -> bool:
+        """Whether the ``Host`` header names this server (answered with 403 when not)."""
+        bound_port = self.server.server_address[1]
+        try:
+            parts = urlsplit("//" + (self.headers.get("Host") or ""))
+            name, port = parts.hostname or "", parts.port or 80
+        except ValueError:  # a port that is no number
+            name, port = "", 0
+        if name and port == bound_port and (name in ("localhost", self.server.host.lower()) or _is_address(name)):
+            return True
+        self.close_connection = True
+        self._error(HTTPStatus.FORBIDDEN, "the Host header must name this server (an IP address or localhost, "
+                                          f"port {bound_port})")
+        return False
 
     def _answer(self, compute: Any, status: HTTPStatus = HTTPStatus.OK) -> None:
         try:
@@ -305,26 +342,40 @@ class _Handler(BaseHTTPRequestHandler):
             super().log_message(format, *args)
 
 
+def _is_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True  # a stuck request does not keep the program from exiting
+    request_queue_size = LISTEN_BACKLOG
 
     def __init__(self, address: tuple[str, int], table: WebTable, quiet: bool) -> None:
         super().__init__(address, _Handler)
+        self.host = address[0]
         self.table = table
         self.quiet = quiet
 
 
 def make_server(host: str = "127.0.0.1", port: int = 8000, default_opponent: str = "rule",
                 save_dir: Path | None = None, quiet: bool = False) -> ThreadingHTTPServer:
-    """The server, bound but not yet serving (``serve_forever()``; port 0 picks a free port)."""
+    """The server, bound but not yet serving (``serve_forever()``; port 0 picks a free port).
+
+    An address it cannot listen on (not an address of this machine, a port in use) raises ``ValueError``.
+    """
     table = WebTable(default_options(default_opponent), default_opponent, save_dir)
-    return _Server((host, port), table, quiet)
+    try:
+        return _Server((host, port), table, quiet)
+    except (OSError, OverflowError, UnicodeError) as error:
+        raise ValueError(f"cannot listen on {host}:{port}: {getattr(error, 'strerror', None) or error}") from None
 
 
-def serve(host: str = "127.0.0.1", port: int = 8000, default_opponent: str = "rule",
-          save_dir: Path | None = None) -> None:
-    """Serve the browser table until interrupted."""
-    server = make_server(host, port, default_opponent, save_dir)
+def serve(server: ThreadingHTTPServer) -> None:
+    """Serve the browser table of ``server`` (:func:`make_server`) until interrupted."""
     bound_host, bound_port = server.server_address[:2]
     print(f"The UNO table is at http://{bound_host}:{bound_port}/ (Ctrl-C stops the server)", flush=True)
     try:

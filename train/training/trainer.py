@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import platform
 import shlex
 import sys
 import time
+import zipfile
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -55,12 +58,13 @@ from train.config import SELF, ConfigError, TrainConfig, config_to_dict, load_co
 from train.evaluation.belief_quality import METRICS, cluster_mean, measure_quality
 from train.evaluation.matches import MatchResult, evaluate, format_table, make_executor, stop_stray_processes
 from train.policies import resolve_policy
-from train.specs import label
+from train.specs import checkpoint_path, label
 from train.training.labelling import Workers
 from train.training.native_vec import NativeVecEnv
 from train.training.opponent_mix import OpponentMix, OpponentMixWrapper, opponent_belief
 from train.training.pretrain import check_resumable, warm_start
 from train.training.rollout_values import ACTIVATIONS
+from uno_env.cards import short_repr
 from uno_env.env import UnoEnv
 from uno_env.observation import PRIVILEGED_SIZE
 from uno_env.policy import Policy, needs_of
@@ -77,26 +81,48 @@ class TrainingInterrupted(KeyboardInterrupt):
 
 
 def read_evaluations(path: Path) -> list[dict[str, Any]]:
-    """The records of ``evaluations.jsonl``; a torn line (a write cut short by a kill) is left out."""
+    """The records of ``evaluations.jsonl``; a torn line (a write cut short by a kill) is left out.
+
+    So is a line of valid JSON without the fields a run reads back (``step``, ``mean_win_rate``): a file edited
+    or written by something else must not stop a resume.
+    """
     if not path.exists():
         return []
     records = []
     for line in path.read_text(errors="replace").splitlines():
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
-        if isinstance(record, dict) and isinstance(record.get("step"), int):
+        if _is_evaluation(record):
             records.append(record)
     return records
 
 
+def _is_evaluation(record: Any) -> bool:
+    """Whether a parsed line has what a run reads back: an int ``step`` and a finite ``mean_win_rate``."""
+    number = record.get("mean_win_rate") if isinstance(record, dict) else None
+    return isinstance(record, dict) and type(record.get("step")) is int and type(number) in (int, float) \
+        and (type(number) is int or math.isfinite(number))
+
+
 def _checkpoint_problem(path: Path) -> str | None:
-    """Why a checkpoint of this run does not load (read without unpickling), or None."""
+    """Why a checkpoint of this run does not load (read without unpickling), or None.
+
+    Besides the network a player loads, every member :func:`~agents.ppo.load_model` reads must be whole (its CRC
+    checked) and ``data`` must be a JSON object, or ``--resume`` would stop on it.
+    """
     try:
         load_network(path, read_settings(path, trusted=False), trusted=False)
-    except (ValueError, OSError) as error:
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                content = archive.read(info)
+                if info.filename == "data" and not isinstance(json.loads(content), dict):
+                    raise ValueError(f"{path} is not a valid checkpoint: its data member is not a JSON object")
+    except (ValueError, OSError) as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         return str(error)
+    except (zipfile.BadZipFile, zlib.error, EOFError, RecursionError) as error:
+        return f"{path} is not a valid checkpoint (a damaged member: {short_repr(str(error))})"
     return None
 
 
@@ -448,7 +474,12 @@ def _run_lock(run_dir: Path) -> Iterator[None]:
     if run_dir.exists() and not run_dir.is_dir():
         raise ConfigError(f"run folder {run_dir} is a file, not a folder")
     created = not run_dir.exists()
-    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(run_dir / _LOCK, os.O_WRONLY | os.O_CREAT, 0o644))  # writable: checked before anything
+    except (OSError, ValueError) as error:  # under a file, unwritable, a NUL in the name
+        raise ConfigError(f"cannot write the run folder {short_repr(str(run_dir))}: "
+                          f"{short_repr(getattr(error, 'strerror', None) or str(error))}") from None
     lock = run_dir / _LOCK
     try:
         while True:
@@ -475,6 +506,21 @@ def _run_lock(run_dir: Path) -> Iterator[None]:
             run_dir.rmdir()
 
 
+def _check_checkpoint_players(config: TrainConfig) -> None:
+    """Load every checkpoint the config seats (opponents, teacher, expert, evaluation opponents) once, before the run
+    starts: a damaged one is a ``ConfigError`` naming its key, not a traceback minutes into the run."""
+    named = [(f"opponents[{i}].mix", spec) for i, phase in enumerate(config.opponents) for spec in phase.mix]
+    named += [(f"pretrain.{key}", getattr(config.pretrain, key)) for key in ("teacher", "expert")]
+    named += [(f"eval.opponents[{i}]", spec) for i, spec in enumerate(config.eval.opponents)]
+    for key, spec in named:
+        path = checkpoint_path(spec) if spec not in (None, SELF) else None
+        if path is not None:
+            try:
+                load_network(path)
+            except (ValueError, OSError) as error:
+                raise ConfigError(f"{key}: {str(error)[:300]}") from None
+
+
 def _resume_checkpoint(run_dir: Path) -> Path:
     """The newest checkpoint of the run that loads; newer ones that do not are set aside, each with its reason.
 
@@ -490,12 +536,21 @@ def _resume_checkpoint(run_dir: Path) -> Path:
 
 
 def _read_run_info(path: Path) -> dict[str, Any] | None:
-    """``run_info.json``, or None when it is missing or unreadable (a torn file from an older version)."""
+    """``run_info.json``, or None when it is missing or unreadable (a torn file from an older version).
+
+    A file that parses but has not the shape this module writes (e.g. edited by hand) is set aside as
+    ``run_info.json.broken`` rather than read: the sessions recorded from now on start a new one.
+    """
     try:
         info = json.loads(path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
-    return info if isinstance(info, dict) and isinstance(info.get("sessions"), list) else None
+    sessions = info.get("sessions") if isinstance(info, dict) else None
+    if isinstance(sessions, list) and all(
+            isinstance(s, dict) and isinstance(s.get("train_seconds"), int | float) for s in sessions):
+        return info
+    set_aside(path, "it is not a record of sessions this version wrote", then="; a new one is started")
+    return None
 
 
 def _finished(run_dir: Path) -> bool:
@@ -512,7 +567,13 @@ def _repair_records(run_dir: Path, step: int) -> None:
     """
     evaluations = run_dir / "evaluations.jsonl"
     if evaluations.exists():
-        kept = [r for r in read_evaluations(evaluations) if r["step"] <= step]
+        records = read_evaluations(evaluations)
+        lines = [line for line in evaluations.read_text(errors="replace").splitlines() if line.strip()]
+        if len(lines) - len(records) > 1:  # more than a torn last line: lines this version did not write
+            copy_file(evaluations, evaluations.with_name(evaluations.name + ".broken"))
+            print(f"{evaluations}: {len(lines) - len(records)} lines are not evaluation records; they are left out "
+                  f"(the file as it was is kept as {evaluations.name}.broken)", file=sys.stderr, flush=True)
+        kept = [r for r in records if r["step"] <= step]
         write_text(evaluations, "".join(json.dumps(r) + "\n" for r in kept))
     best = run_dir / "best_model.zip"
     if best.exists():
@@ -535,6 +596,7 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
     """:func:`train`, with the run folder locked."""
     checkpoints = run_dir / "checkpoints"
     opponent_belief(config)  # a ConfigError here, before the envs are built, names the checkpoints at fault
+    _check_checkpoint_players(config)
     if resume and not (checkpoints.is_dir() and any(checkpoints.glob("step_*.zip"))):
         # Stopped during the warm start: it starts again on the same folder and reuses what it had made.
         if config.pretrain.teacher is None or not (run_dir / "config.yaml").is_file():
