@@ -14,7 +14,7 @@ from numba import njit
 
 from uno_env.belief.combinatorics import exp0, hyper, log_comb
 from uno_env.belief.lazy_rows import MAX_COPIES, deal, domain_pools, layout, lazy_copies
-from uno_env.belief.sampling import next_weighted
+from uno_env.belief.sampling import next_weighted, total_mass
 from uno_env.cards import DECK_SIZE, NUM_CARD_TYPES
 
 _T = NUM_CARD_TYPES
@@ -47,9 +47,7 @@ def features(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray,
     log_all = np.empty(D)
     coef = np.zeros(D)
     resolved = np.empty(_T, np.int64)
-    mass = 0.0
-    for s in range(S):
-        mass += cnt[s] * w[s]
+    mass = total_mass(cnt, w, S)
     expected[:] = 0.0
     none[:] = 0.0
     for s in range(S):
@@ -111,9 +109,7 @@ def marginals(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray
     order, start, pool = layout(dom, D, U)
     m = np.empty(D, np.int64)
     out = np.zeros((_T, MAX_COPIES + 1))
-    mass = 0.0
-    for s in range(S):
-        mass += cnt[s] * w[s]
+    mass = total_mass(cnt, w, S)
     for s in range(S):
         p = cnt[s] * w[s] / mass
         domain_pools(rows, s, order, start, pool, D, m)
@@ -135,9 +131,7 @@ def log_prob(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray,
     m = np.empty(D, np.int64)
     lazy = np.empty(D, np.int64)
     logs = np.full(S, -np.inf)
-    mass = 0.0
-    for s in range(S):
-        mass += cnt[s] * w[s]
+    mass = total_mass(cnt, w, S)
     for s in range(S):
         lazy[:] = 0
         fits = True

@@ -114,6 +114,21 @@ def expand(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, p
     meta[0] = n
 
 
+@njit(inline="always")
+def add_children(bucket: np.ndarray, n_out: int, s: int, parent: np.ndarray, count: np.ndarray,
+                 outcome: np.ndarray, n: int) -> int:
+    """List row ``s``'s particles, counted per outcome in ``bucket``, as children from index ``n`` (parent, count,
+    outcome; for :func:`expand`), emptying ``bucket``; returns the index after the last child."""
+    for o in range(n_out):
+        if bucket[o] > 0:
+            parent[n] = s
+            count[n] = bucket[o]
+            outcome[n] = o
+            bucket[o] = 0
+            n += 1
+    return n
+
+
 @njit(cache=True)
 def split(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, probs: np.ndarray, n_out: int,
           outcome: np.ndarray, stream: np.ndarray) -> bool:
@@ -149,13 +164,7 @@ def split(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, pr
             for _ in range(cnt[s]):
                 x, o = next_cumulative(cum, n_out, x)
                 bucket[o] += 1
-        for o in range(n_out):
-            if bucket[o] > 0:
-                parent[n] = s
-                count[n] = bucket[o]
-                outcome[n] = o
-                bucket[o] = 0
-                n += 1
+        n = add_children(bucket, n_out, s, parent, count, outcome, n)
     stream[0] = x
     expand(rows, cnt, w, meta, parent, count, n)
     return True

@@ -13,6 +13,7 @@ from numba import njit
 from uno_env.belief.combinatorics import exp0, hyper, log_comb
 from uno_env.belief.lazy_rows import (
     MAX_COPIES,
+    add_children,
     deal,
     detach,
     domain_pools,
@@ -186,12 +187,7 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
                 for i in range(D - 1):  # branch-free, as in next_cumulative
                     j += r >= left[i]
                 bucket[j] += 1
-            for j in range(D):
-                if bucket[j] > 0:
-                    parent[n] = s
-                    group[n] = bucket[j]
-                    key_of[n] = j
-                    n += 1
+            n = add_children(bucket, D, s, parent, group, key_of, n)
             continue
         n_keys = 0
         for q in range(cnt[s]):

@@ -93,6 +93,15 @@ def next_weighted(p: np.ndarray, n: int, total: float, x: np.uint64) -> tuple[np
 
 
 @njit(cache=True)
+def total_mass(cnt: np.ndarray, w: np.ndarray, S: int) -> float:
+    """``sum cnt w`` over the first ``S`` rows (summed in row order: every kernel sees the same rounding)."""
+    mass = 0.0
+    for s in range(S):
+        mass += cnt[s] * w[s]
+    return mass
+
+
+@njit(cache=True)
 def ess(cnt: np.ndarray, w: np.ndarray, S: int) -> float:
     """Effective sample size ``(sum cnt w)^2 / sum cnt w^2`` of the first ``S`` rows."""
     mass = 0.0
@@ -107,9 +116,7 @@ def ess(cnt: np.ndarray, w: np.ndarray, S: int) -> float:
 def systematic_copies(cnt: np.ndarray, w: np.ndarray, S: int, particles: int, u: float, copies: np.ndarray) -> None:
     """``copies[s]``: the particles row ``s`` (``cnt[s]`` particles of weight ``w[s]``) gets when ``particles`` are
     drawn by systematic resampling with offset ``u`` in [0, 1) over the first ``S`` rows."""
-    total = 0.0
-    for s in range(S):
-        total += cnt[s] * w[s]
+    total = total_mass(cnt, w, S)
     cumulative = 0.0
     before = 0
     for s in range(S):
