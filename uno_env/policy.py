@@ -135,10 +135,11 @@ def make_policy(spec: str | Policy) -> Policy:
 
 
 def _known() -> dict[str, Factory | str]:
-    """The installed packages' names, their catalogues' names, and the registered names (which win)."""
-    known: dict[str, Factory | str] = dict(_installed(POLICY_GROUP))
+    """The catalogues' names, then the installed packages' policies, then the registered names (the later wins)."""
+    known: dict[str, Factory | str] = {}
     for catalogue in _installed(CATALOGUE_GROUP).values():
         known.update(_load(catalogue)())
+    known.update(_installed(POLICY_GROUP))
     known.update(_REGISTRY)
     return known
 
