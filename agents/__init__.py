@@ -1,5 +1,6 @@
 """Players beyond the built-ins: the search player, the trained-checkpoint loader, the shipped agents.
 
-Importing this package registers nothing: :mod:`uno_env.policy` finds ``"search"`` and the shipped agents by
-name when they are first asked for.
+Importing this package registers nothing: ``"search"`` and the shipped agents reach :func:`uno_env.make_policy` by
+the entry points this project declares in pyproject.toml (groups ``uno_rl.policies`` and
+``uno_rl.policy_catalogues``), which :mod:`uno_env.policy` reads from the installed metadata and imports on first use.
 """

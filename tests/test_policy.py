@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +54,24 @@ def test_register_policy(monkeypatch):
                               np.random.default_rng(0)).observe(0)
     assert policy.act(view) == min(view.legal_actions) == act("red:5")
     assert wild_actions("wild") <= set(view.legal_actions)
+
+
+def test_installed_plugins_are_the_declared_ones():
+    """The installed metadata carries pyproject.toml's policy entry points: the names "search" and the shipped
+    agents reach uno_env through them (a stale install loses them: reinstall with pip install -e .)."""
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
+    for group in (policy_module.POLICY_GROUP, policy_module.CATALOGUE_GROUP):
+        installed = {point.name: point.value for point in entry_points(group=group)}
+        assert installed == declared[group], f"{group}: installed {installed}; reinstall (pip install -e .)"
+
+
+def test_unknown_name_without_plugins_says_so(monkeypatch):
+    """With no policy entry points installed, "search" is unknown and the error says why."""
+    monkeypatch.setattr(policy_module, "_installed", lambda group: {})
+    assert "search" not in policy_names() and "random" in policy_names()
+    with pytest.raises(ValueError, match="unknown policy 'search'.*no 'uno_rl.policies' entry points: is uno-rl "
+                                         "installed"):
+        make_policy("search")
 
 
 def run_python(code: str) -> str:

@@ -24,20 +24,26 @@ Two optional members complete the protocol:
 A policy that plays like a known model may also carry a ``likelihood_model``
 (:class:`~uno_env.belief.OpponentModel`), which policy-aware particle filters use against it.
 
-Policies by name (:func:`make_policy`): the registry maps a name to a ``"module:attribute"`` factory that is
-imported on first use, so naming a policy imports nothing until it is built. Built in: ``"random"``,
-``"rule"`` (:mod:`uno_env.opponents`), ``"search"`` (:mod:`agents.search`), and the shipped agents by folder
-name (``"search-q-none"``, ``"search-q-ensemble"``: :mod:`agents.shipped`). :func:`register_policy` adds names.
+Policies by name (:func:`make_policy`): ``"random"`` and ``"rule"`` (:mod:`uno_env.opponents`) are built in;
+:func:`register_policy` adds names. Packages above ``uno_env`` add theirs through the entry-point groups
+:data:`POLICY_GROUP` (a name and its ``"module:attribute"`` factory) and :data:`CATALOGUE_GROUP` (a function
+listing further names), declared in their ``pyproject.toml`` and read from the installed metadata: this project's
+``agents`` package declares ``"search"`` and the catalogue of the shipped agents (``"search-q-none"``, ...).
+So ``uno_env`` never names a module above it (tests/test_layers.py checks its strings too), and naming a policy
+imports nothing until it is built (docs/DECISIONS.md, "Policies of upper layers by entry points").
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from typing import Protocol, runtime_checkable
 
 from uno_env.belief import BELIEF_KINDS, BeliefKind
+from uno_env.opponents import RandomPolicy, RulePolicy
 from uno_env.view import PublicView
 
 
@@ -95,15 +101,14 @@ def needs_of(policy: Policy) -> Needs:
 
 Factory = Callable[[], Policy]
 
+#: The entry-point group of installed packages' policies: name = "module:attribute" of a factory.
+POLICY_GROUP = "uno_rl.policies"
+#: The entry-point group of installed packages' catalogues: "module:attribute" of a function listing names
+#: (name -> factory), consulted when names are needed (the shipped agents: the folders under ``models/``).
+CATALOGUE_GROUP = "uno_rl.policy_catalogues"
+
 #: Name -> factory, or "module:attribute" of one, imported when the name is first built.
-_REGISTRY: dict[str, Factory | str] = {
-    "random": "uno_env.opponents:RandomPolicy",
-    "rule": "uno_env.opponents:RulePolicy",
-    "search": "agents.search:SearchPolicy",
-}
-#: "module:attribute" of functions listing further names (name -> factory), consulted when names are needed:
-#: the shipped agents, whose names are the folders under ``models/``.
-_CATALOGUES: tuple[str, ...] = ("agents.shipped:shipped_policies",)
+_REGISTRY: dict[str, Factory | str] = {"random": RandomPolicy, "rule": RulePolicy}
 
 
 def register_policy(name: str, factory: Factory | str) -> None:
@@ -121,7 +126,8 @@ def make_policy(spec: str | Policy) -> Policy:
     if isinstance(spec, str):
         factory = _REGISTRY.get(spec) or _known().get(spec)
         if factory is None:
-            raise ValueError(f"unknown policy {spec!r}; known names: {', '.join(policy_names())}")
+            hint = "" if _installed(POLICY_GROUP) else f" (no {POLICY_GROUP!r} entry points: is uno-rl installed?)"
+            raise ValueError(f"unknown policy {spec!r}; known names: {', '.join(policy_names())}{hint}")
         return _load(factory)() if isinstance(factory, str) else factory()
     if not (callable(getattr(spec, "act", None)) and callable(getattr(spec, "reset", None))):
         raise TypeError(f"a policy needs reset(seed) and act(view) methods; got {type(spec).__name__}")
@@ -129,12 +135,20 @@ def make_policy(spec: str | Policy) -> Policy:
 
 
 def _known() -> dict[str, Factory | str]:
-    """The registered names and the catalogues' names (a registered name wins)."""
+    """The catalogues' names, then the installed packages' policies, then the registered names (the later wins)."""
     known: dict[str, Factory | str] = {}
-    for catalogue in _CATALOGUES:
+    for catalogue in _installed(CATALOGUE_GROUP).values():
         known.update(_load(catalogue)())
+    known.update(_installed(POLICY_GROUP))
     known.update(_REGISTRY)
     return known
+
+
+@functools.cache
+def _installed(group: str) -> dict[str, str]:
+    """Name -> "module:attribute" of the entry points of ``group`` in the installed packages' metadata (read once
+    per process: a scan of every installed distribution costs about 50 ms)."""
+    return {point.name: point.value for point in entry_points(group=group)}
 
 
 def _load(target: str) -> Callable:

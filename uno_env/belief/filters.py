@@ -13,7 +13,8 @@ from typing import Protocol
 import numpy as np
 from numba import njit
 
-from uno_env.belief.lazy import _K_OFFSET, _LOG_COMB, Depleted, HandStates, seeded_stream
+from uno_env.belief.combinatorics import K_OFFSET, LOG_COMB
+from uno_env.belief.lazy import Depleted, HandStates, seeded_stream
 from uno_env.belief.tracker import Decision, PublicTracker, pool_of
 from uno_env.cards import (
     COLOURS,
@@ -75,13 +76,13 @@ def counting_features_into(hand: np.ndarray, discard: np.ndarray, opponent_hand_
     total = 0
     for card in range(NUM_CARD_TYPES):
         total += _COPIES[card] - hand[card] - discard[card]
-    log_all = _LOG_COMB[total, n + _K_OFFSET]
+    log_all = LOG_COMB[total, n + K_OFFSET]
     for s in range(sets.shape[1]):
         outside = total
         for card in range(NUM_CARD_TYPES):
             if sets[card, s]:
                 outside -= _COPIES[card] - hand[card] - discard[card]
-        out[NUM_CARD_TYPES + s] = min(max(1.0 - math.exp(_LOG_COMB[outside, n + _K_OFFSET] - log_all), 0.0), 1.0)
+        out[NUM_CARD_TYPES + s] = min(max(1.0 - math.exp(LOG_COMB[outside, n + K_OFFSET] - log_all), 0.0), 1.0)
     for card in range(NUM_CARD_TYPES):
         out[card] = n * (_COPIES[card] - hand[card] - discard[card]) / total if total else 0.0
 

@@ -48,6 +48,7 @@ from numba import njit
 
 from uno_env.belief.filters import feature_sets_at
 from uno_env.belief.models import PLAIN_MODEL, RANDOM_MODEL, OpponentModel, action_likelihood
+from uno_env.belief.sampling import ess, seeded_stream, systematic_sources, uniform
 from uno_env.belief.tracker import Decision, PublicTracker
 from uno_env.cards import NUM_CARD_TYPES, NUM_COLOURS, PLAYABLE, card_rank
 from uno_env.core import below
@@ -63,8 +64,6 @@ SLOT_EVENT, OWN_DRAW, PLAY_EVENT, NO_PLAYABLE = 0, 1, 2, 3
 # Stats counters of the kernels.
 RESAMPLES, RESCUES, PROPOSED, ACCEPTED = range(4)
 
-_TWO_53 = 9007199254740992.0
-
 
 def _playable_type_table() -> np.ndarray:
     table = np.zeros((NUM_COLOURS, 15, NUM_CARD_TYPES), np.bool_)
@@ -75,11 +74,6 @@ def _playable_type_table() -> np.ndarray:
 
 
 _PLAYABLE_TYPE = _playable_type_table()
-
-
-@njit(cache=True)
-def _uniform(stream: np.ndarray) -> float:
-    return below(stream, 9007199254740992) / _TWO_53
 
 
 @njit(cache=True)
@@ -146,11 +140,8 @@ def _apply(log: np.ndarray, e: int, slots: np.ndarray, hands: np.ndarray, w: np.
 
 @njit(cache=True)
 def _ess(w: np.ndarray) -> float:
-    total, squares = 0.0, 0.0
-    for x in w:
-        total += x
-        squares += x * x
-    return total * total / squares
+    """The effective sample size of single particles: the rows' formula with one particle a row."""
+    return ess(np.ones(len(w), np.int64), w, len(w))
 
 
 @njit(cache=True)
@@ -158,18 +149,11 @@ def _resample(w: np.ndarray, slots: np.ndarray, hands: np.ndarray, n_slots: int,
               hands_buf: np.ndarray, stream: np.ndarray) -> None:
     """Systematic resampling to N equally weighted particles (in place, through the buffers)."""
     n = len(w)
-    total = w.sum()
-    step = total / n
-    position = _uniform(stream) * step
-    cumulative = w[0]
-    src = 0
+    sources = np.empty(n, np.int64)
+    systematic_sources(w, uniform(stream), sources)
     for k in range(n):
-        while cumulative <= position and src < n - 1:
-            src += 1
-            cumulative += w[src]
-        slots_buf[k, :n_slots] = slots[src, :n_slots]
-        hands_buf[k] = hands[src]
-        position += step
+        slots_buf[k, :n_slots] = slots[sources[k], :n_slots]
+        hands_buf[k] = hands[sources[k]]
     slots[:, :n_slots] = slots_buf[:, :n_slots]
     hands[:] = hands_buf
     w[:] = 1.0 / n
@@ -215,7 +199,7 @@ def _move(log: np.ndarray, n_events: int, slot_events: np.ndarray, n_slots: int,
           hand: np.ndarray, model: int, stream: np.ndarray, old: np.ndarray, new: np.ndarray,
           legal: np.ndarray) -> bool:
     """One Metropolis-Hastings move of one particle (``slots``, current ``hand``): replace or swap (module doc)."""
-    if n_slots < 2 or _uniform(stream) < 0.5:
+    if n_slots < 2 or uniform(stream) < 0.5:
         i = below(stream, n_slots)
         a = np.int64(slots[i])
         e_i = slot_events[i]
@@ -227,7 +211,7 @@ def _move(log: np.ndarray, n_events: int, slot_events: np.ndarray, n_slots: int,
         old[a] += 1
         new[b] += 1
         ratio = _changed_factors(log, e_i + 1, n_events, slots, a, b, old, new, model, legal)
-        if ratio == 0.0 or (ratio < 1.0 and _uniform(stream) >= ratio):
+        if ratio == 0.0 or (ratio < 1.0 and uniform(stream) >= ratio):
             return False
         slots[i] = b
         hand[:] = new
@@ -255,7 +239,7 @@ def _move(log: np.ndarray, n_events: int, slot_events: np.ndarray, n_slots: int,
     if after <= 0:
         return False
     ratio *= after / (log[e_j, POOL + b] - old[b])
-    if ratio < 1.0 and _uniform(stream) >= ratio:
+    if ratio < 1.0 and uniform(stream) >= ratio:
         return False
     slots[i], slots[j] = b, a
     return True
@@ -347,6 +331,8 @@ def _summaries(hands: np.ndarray, w: np.ndarray, sets: np.ndarray, expected: np.
 
 @njit(cache=True)
 def _marginals(hands: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``P(count of type t = x)`` of full hands: each particle's weight on its own counts. Not the lazy rows'
+    marginals (:func:`uno_env.belief.lazy_answers.marginals`), which mix a hypergeometric law per row."""
     out = np.zeros((NUM_CARD_TYPES, 5))
     total = w.sum()
     for p in range(len(w)):
@@ -395,7 +381,7 @@ class TrajectoryBelief(PublicTracker):
     def reset(self, view: PublicView) -> None:
         """Start from the seat's view right after the deal (or a scenario's start)."""
         self._start(view)
-        self._stream = np.array([self.rng.integers(0, 2**63)], dtype=np.uint64)
+        self._stream = seeded_stream(self.rng)
         self._restart()
         self._forgotten = 0.0  # log-evidence of the events a fallback forgot
         self._run(fresh=True)
