@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -61,6 +62,19 @@ def before_and_after(players: Sequence[tuple[NetworkPolicy, NetworkPolicy]], opp
     """Each (untrained, trained) actor against each opponent, on the same ``pairs`` deal pairs, in this process."""
     return [result for twins in players for player in twins
             for result in evaluate(player, opponents, pairs=pairs, seed=seed, workers=1)]
+
+
+def add_learner_flags(parser: argparse.ArgumentParser, defaults: object) -> None:
+    """The flags both library scripts share: the update's shape, the network's width, the seed and the evaluation;
+    ``defaults`` is the script's settings dataclass."""
+    parser.add_argument("--minibatch", type=int, default=defaults.minibatch)
+    parser.add_argument("--epochs", type=int, default=defaults.epochs)
+    parser.add_argument("--lr", type=float, default=defaults.lr)
+    parser.add_argument("--hidden", type=int, default=defaults.hidden, help="width of the two hidden layers")
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--eval-opponents", nargs="+", default=["random", "rule"])
+    parser.add_argument("--pairs", type=int, default=200, help="deal pairs per evaluation matchup (default 200)")
+    parser.add_argument("--json", type=Path, help="also write the evaluation and the learning curve here")
 
 
 def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace, positive: Sequence[str]) -> None:

@@ -28,7 +28,6 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -47,7 +46,13 @@ import uno_env  # noqa: F401  (registers Uno-v0)
 from train.config import ConfigError
 from train.evaluation.distributed import connect
 from train.evaluation.matches import format_table
-from train.integrations.network_policy import NetworkPolicy, before_and_after, check_arguments, mlp
+from train.integrations.network_policy import (
+    NetworkPolicy,
+    add_learner_flags,
+    before_and_after,
+    check_arguments,
+    mlp,
+)
 from uno_env.multiagent import env as pettingzoo_env
 from uno_env.wrappers import ActionMaskObservation
 
@@ -205,14 +210,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="RLlib env runners (one CPU each; default 1)")
     parser.add_argument("--envs-per-runner", type=int, default=defaults.envs_per_runner)
     parser.add_argument("--batch", type=int, default=defaults.batch, help="env steps per iteration (default 2000)")
-    parser.add_argument("--minibatch", type=int, default=defaults.minibatch)
-    parser.add_argument("--epochs", type=int, default=defaults.epochs)
-    parser.add_argument("--lr", type=float, default=defaults.lr)
-    parser.add_argument("--hidden", type=int, default=defaults.hidden, help="width of the two hidden layers")
-    parser.add_argument("--seed", type=int, default=defaults.seed)
-    parser.add_argument("--eval-opponents", nargs="+", default=["random", "rule"])
-    parser.add_argument("--pairs", type=int, default=200, help="deal pairs per evaluation matchup (default 200)")
-    parser.add_argument("--json", type=Path, help="also write the evaluation and the learning curve here")
+    add_learner_flags(parser, defaults)
     args = parser.parse_args(argv)
     check_arguments(parser, args, ("iterations", "envs_per_runner", "batch", "minibatch", "epochs", "hidden", "pairs"))
     if args.env_runners < 0:

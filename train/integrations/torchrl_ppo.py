@@ -27,7 +27,6 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import gymnasium as gym
 import torch
@@ -42,7 +41,13 @@ from torchrl.objectives.value import GAE
 
 import uno_env  # noqa: F401  (registers Uno-v0)
 from train.evaluation.matches import format_table
-from train.integrations.network_policy import NetworkPolicy, before_and_after, check_arguments, mlp
+from train.integrations.network_policy import (
+    NetworkPolicy,
+    add_learner_flags,
+    before_and_after,
+    check_arguments,
+    mlp,
+)
 from uno_env.wrappers import ActionMaskObservation
 
 
@@ -162,14 +167,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--envs", type=int, default=defaults.envs, help="games stepped side by side (default 16)")
     parser.add_argument("--batch", type=int, default=defaults.batch,
                         help="env steps per PPO update, a multiple of --envs (default 2048)")
-    parser.add_argument("--minibatch", type=int, default=defaults.minibatch)
-    parser.add_argument("--epochs", type=int, default=defaults.epochs)
-    parser.add_argument("--lr", type=float, default=defaults.lr)
-    parser.add_argument("--hidden", type=int, default=defaults.hidden, help="width of the two hidden layers")
-    parser.add_argument("--seed", type=int, default=defaults.seed)
-    parser.add_argument("--eval-opponents", nargs="+", default=["random", "rule"])
-    parser.add_argument("--pairs", type=int, default=200, help="deal pairs per evaluation matchup (default 200)")
-    parser.add_argument("--json", type=Path, help="also write the evaluation and the learning curve here")
+    add_learner_flags(parser, defaults)
     args = parser.parse_args(argv)
     check_arguments(parser, args, ("frames", "envs", "batch", "minibatch", "epochs", "hidden", "pairs"))
     if args.batch % args.envs:
