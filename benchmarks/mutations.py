@@ -10,9 +10,10 @@ pytest could not run). Before any mutation, the tests run once unmutated and mus
     python benchmarks/mutations.py                  # every mutation, a table per area
     python benchmarks/mutations.py --area stats     # one area (observation, stats, config, search, ...)
     python benchmarks/mutations.py --write          # also put the result table into docs/TESTING.md
+    python benchmarks/mutations.py --name "deck ran out" --tests tests/test_single.py   # other tests than its own
     python benchmarks/mutations.py --list
 
-Mutations marked ``issue17`` are the ones that survived the whole suite when issue 17 was filed.
+Mutations marked with an issue (17, 31) are the bugs that survived the whole suite when that issue was filed.
 Exit status: 0 when nothing survived, 1 otherwise.
 """
 
@@ -26,7 +27,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,6 +39,7 @@ STATS = ("tests/test_statistics.py",)
 CONFIG = ("tests/test_config_checks.py", "tests/test_config.py")
 SEARCH = ("tests/test_search_invariants.py", "tests/test_search.py")
 RULES = ("tests/test_rules.py", "tests/test_invariants.py", "tests/test_opponents.py")
+ENDINGS = ("tests/test_endings.py",)
 BELIEF = ("tests/test_observation.py", "tests/test_belief_filters.py", "tests/test_belief_lazy.py",
           "tests/test_belief_tracker.py", "tests/test_belief_env.py")
 
@@ -51,30 +53,30 @@ class Mutation:
     path: str
     edits: tuple[tuple[str, str], ...]
     tests: tuple[str, ...]
-    issue17: bool = False
+    issue: int | None = None  # the issue whose text reports this bug surviving the whole suite
 
 
 def _config_check(field: str, line: str, plain: str) -> Mutation:
     """Remove the value check of one config field (``line`` becomes ``plain``)."""
-    return Mutation("config", f"no check on {field}", "train/config.py", ((line, plain),), CONFIG, issue17=True)
+    return Mutation("config", f"no check on {field}", "train/config.py", ((line, plain),), CONFIG, issue=17)
 
 
 MUTATIONS: tuple[Mutation, ...] = (
     # --- the observation encoder (uno_env.observation.encode_into, the compiled encoder every path calls)
     Mutation("observation", "opponent size one-hot shifted by one", "uno_env/observation.py",
-             (("min(opponent_hand_size, 7) - 1] = 1.0", "min(opponent_hand_size, 7)] = 1.0"),), OBS, True),
+             (("min(opponent_hand_size, 7) - 1] = 1.0", "min(opponent_hand_size, 7)] = 1.0"),), OBS, 17),
     Mutation("observation", "opponent size one-hot capped at 8", "uno_env/observation.py",
-             (("min(opponent_hand_size, 7) - 1] = 1.0", "min(opponent_hand_size, 8) - 1] = 1.0"),), OBS, True),
+             (("min(opponent_hand_size, 7) - 1] = 1.0", "min(opponent_hand_size, 8) - 1] = 1.0"),), OBS, 17),
     Mutation("observation", "pending-draw channel inverted", "uno_env/observation.py",
              (("out[_PENDING + (pending_draw >> 2)] = 1.0", "out[_PENDING + 1 - (pending_draw >> 2)] = 1.0"),), OBS,
-             True),
+             17),
     Mutation("observation", "discard not removed from the unseen cards", "uno_env/observation.py",
-             (("_COPIES[card] - hand[card] - discard[card]", "_COPIES[card] - hand[card]"),), OBS, True),
+             (("_COPIES[card] - hand[card] - discard[card]", "_COPIES[card] - hand[card]"),), OBS, 17),
     Mutation("observation", "deck and discard sizes swapped", "uno_env/observation.py",
              (("out[_SIZES + 2] = deck_size / DECK_SIZE\n    out[_SIZES + 3] = discard_size / DECK_SIZE",
-               "out[_SIZES + 2] = discard_size / DECK_SIZE\n    out[_SIZES + 3] = deck_size / DECK_SIZE"),), OBS, True),
+               "out[_SIZES + 2] = discard_size / DECK_SIZE\n    out[_SIZES + 3] = deck_size / DECK_SIZE"),), OBS, 17),
     Mutation("observation", "top card index clipped at 52", "uno_env/observation.py",
-             (("out[_TOP + top] = 1.0", "out[_TOP + min(top, 52)] = 1.0"),), OBS, True),
+             (("out[_TOP + top] = 1.0", "out[_TOP + min(top, 52)] = 1.0"),), OBS, 17),
     Mutation("observation", "colour one-hot rotated", "uno_env/observation.py",
              (("out[_COLOUR + colour] = 1.0", "out[_COLOUR + (colour + 1) % 4] = 1.0"),), OBS),
     Mutation("observation", "own hand size scaled by 54", "uno_env/observation.py",
@@ -82,12 +84,12 @@ MUTATIONS: tuple[Mutation, ...] = (
     # --- evaluation statistics
     Mutation("stats", "paired interval over games, not pairs", "train/evaluation/statistics.py",
              (("half = t_quantile_975(n - 1) * spread / math.sqrt(n)",
-               "half = t_quantile_975(n - 1) * spread / math.sqrt(pair_scores.size)"),), STATS, True),
+               "half = t_quantile_975(n - 1) * spread / math.sqrt(pair_scores.size)"),), STATS, 17),
     Mutation("stats", "a drawn game scores 0", "train/evaluation/matches.py",
              (("scores[i, game] = 0.5 if result.winner == -1", "scores[i, game] = 0.0 if result.winner == -1"),),
-             STATS, True),
+             STATS, 17),
     Mutation("stats", "t quantile with n degrees of freedom", "train/evaluation/statistics.py",
-             (("half = t_quantile_975(n - 1) * spread", "half = t_quantile_975(n) * spread"),), STATS, True),
+             (("half = t_quantile_975(n - 1) * spread", "half = t_quantile_975(n) * spread"),), STATS, 17),
     Mutation("stats", "Wilson fallback over pairs", "train/evaluation/statistics.py",
              (("wilson_interval(float(pair_scores.sum()), pair_scores.size)",
                "wilson_interval(float(means.sum()), n)"),), STATS),
@@ -122,7 +124,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              (("if ppo.batch_size > rollout:", "if False:"),), CONFIG),
     # --- the search player
     Mutation("search", "k-th world by the root's visit count", "agents/search.py",
-             (("game, uniform = worlds.get(int(root.visits[i]))", "game, uniform = worlds.get(k)"),), SEARCH, True),
+             (("game, uniform = worlds.get(int(root.visits[i]))", "game, uniform = worlds.get(k)"),), SEARCH, 17),
     Mutation("search", "compiled: k-th world by the simulation's number", "agents/search_kernels.py",
              (("        k = visits[i]\n", "        k = done % n_worlds\n"),), SEARCH),
     Mutation("search", "no default-move guard", "agents/search.py",
@@ -154,6 +156,29 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("belief", "counting expects one card too many", "uno_env/belief/filters.py",
              (("out[card] = n * (_COPIES[card] - hand[card] - discard[card]) / total if total",
                "out[card] = (n + 1) * (_COPIES[card] - hand[card] - discard[card]) / total if total"),), BELIEF),
+    # --- issue 31: the endings of a game on every env path
+    Mutation("endings", "compiled single env: reward sign flipped when the deck ran out", "uno_env/env.py",
+             (("reward = 0.0 if outcome is None else _REWARD[outcome]  #",
+               "reward = 0.0 if outcome is None else _REWARD[outcome] * (-1 if min(table.to_game().hand_sizes) else 1)"
+               "  #"),), ENDINGS, 31),
+    Mutation("endings", "compiled single env: deck-out winner swapped in the kernel", "uno_env/single.py",
+             (("            core.draw_planned(state, count, possible)\n",
+               "            core.draw_planned(state, count, possible)\n"
+               "            if state[core.OUTCOME] >= 0:\n                state[core.OUTCOME] = 1 - state[core.OUTCOME]\n"),),
+             ENDINGS),
+    Mutation("endings", "compiled single env: the rule opponent reads its own hand size", "uno_env/single.py",
+             (("state[held:held + NUM_CARD_TYPES], state[core.HAND_SIZES + AGENT],",
+               "state[held:held + NUM_CARD_TYPES], state[core.HAND_SIZES + OPPONENT],"),),
+             ("tests/test_single.py",)),
+    Mutation("endings", "vector env: a draw pays like a loss", "uno_env/vector.py",
+             (("rewards[i] = 1.0 if outcome == AGENT else (-1.0 if outcome == OPPONENT else 0.0)",
+               "rewards[i] = 1.0 if outcome == AGENT else -1.0"),), ENDINGS),
+    Mutation("endings", "vector env: success on any finished game", "uno_env/vector.py",
+             (("success[i] = outcome == AGENT", "success[i] = outcome != OPPONENT"),), ENDINGS),
+    Mutation("endings", "PettingZoo: the winner's reward to the other seat", "uno_env/multiagent.py",
+             (("self.rewards[AGENTS[game.outcome]] = 1.0\n                self.rewards[AGENTS[1 - game.outcome]] = -1.0",
+               "self.rewards[AGENTS[1 - game.outcome]] = 1.0\n                self.rewards[AGENTS[game.outcome]] = -1.0"),),
+             ENDINGS),
 )
 
 
@@ -254,16 +279,16 @@ def table(outcomes: list[Outcome]) -> str:
     by_area: dict[str, list[Outcome]] = defaultdict(list)
     for outcome in outcomes:
         by_area[outcome.mutation.area].append(outcome)
-    lines = ["| area | mutations | caught | survived | broken | of which from issue 17 (caught) |",
+    lines = ["| area | mutations | caught | survived | broken | of which from issues 17/31 (caught) |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for area, group in by_area.items():
         count = {s: sum(o.status == s for o in group) for s in ("caught", "survived", "broken")}
-        issue = [o for o in group if o.mutation.issue17]
+        issue = [o for o in group if o.mutation.issue]
         lines.append(f"| {area} | {len(group)} | {count['caught']} | {count['survived']} | {count['broken']} | "
                      f"{len(issue)} ({sum(o.status == 'caught' for o in issue)}) |")
-    lines += ["", "| area | mutation | issue 17 | result | seconds |", "| --- | --- | :---: | --- | ---: |"]
+    lines += ["", "| area | mutation | issue | result | seconds |", "| --- | --- | :---: | --- | ---: |"]
     for o in outcomes:
-        lines.append(f"| {o.mutation.area} | {o.mutation.name} | {'yes' if o.mutation.issue17 else ''} | "
+        lines.append(f"| {o.mutation.area} | {o.mutation.name} | {o.mutation.issue or ''} | "
                      f"{o.status} | {o.seconds:.1f} |")
     return "\n".join(lines)
 
@@ -282,12 +307,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--worktree", action="store_true", help="mutate the working tree's files, not HEAD's")
     parser.add_argument("--timeout", type=int, default=60, help="per-test timeout in seconds (default 60)")
     parser.add_argument("--write", action="store_true", help=f"write the result table into {DOC.name}")
+    parser.add_argument("--name", action="append", help="only mutations whose name contains this (repeatable)")
+    parser.add_argument("--tests", nargs="+", help="run these test files instead of each mutation's own (to see "
+                        "whether other tests catch it)")
     parser.add_argument("--list", action="store_true", help="list the mutations and exit")
     args = parser.parse_args(argv)
-    mutations = [m for m in MUTATIONS if not args.area or m.area in args.area]
+    mutations = [m for m in MUTATIONS if (not args.area or m.area in args.area)
+                 and (not args.name or any(part in m.name for part in args.name))]
+    if args.tests:
+        mutations = [replace(m, tests=tuple(args.tests)) for m in mutations]
     if args.list:
         for m in mutations:
-            print(f"[{m.area}] {m.name} ({m.path}){'  issue 17' if m.issue17 else ''}")
+            print(f"[{m.area}] {m.name} ({m.path}){f'  issue {m.issue}' if m.issue else ''}")
         return 0
     source, outcomes = check(mutations, args.worktree, args.timeout)
     result = table(outcomes)
