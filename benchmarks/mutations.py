@@ -40,6 +40,15 @@ CONFIG = ("tests/test_config_checks.py", "tests/test_config.py")
 SEARCH = ("tests/test_search_invariants.py", "tests/test_search.py")
 RULES = ("tests/test_rules.py", "tests/test_invariants.py", "tests/test_opponents.py")
 ENDINGS = ("tests/test_endings.py",)
+LABELS = ("tests/test_labels_properties.py",)
+LIKELIHOOD = ("tests/test_opponent_likelihood.py",)
+ENSEMBLE = ("tests/test_ensemble.py",)
+GUIDED = ("tests/test_guided_search.py",)
+SPECS = ("tests/test_specs_names.py",)
+DEMOS = ("tests/test_train.py::test_demonstration_returns_are_the_teachers_seats_result",)
+GENERATIONS = ("tests/test_train.py::test_generations_are_gated_logged_and_fitted_on_a_window_of_rounds",)
+ROLLOUT, PRETRAIN = "train/training/rollout_values.py", "train/training/pretrain.py"
+_EACH_MOVE = "    for action in game.legal_actions():\n"
 BELIEF = ("tests/test_observation.py", "tests/test_belief_filters.py", "tests/test_belief_lazy.py",
           "tests/test_belief_tracker.py", "tests/test_belief_env.py")
 
@@ -156,29 +165,132 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("belief", "counting expects one card too many", "uno_env/belief/filters.py",
              (("out[card] = n * (_COPIES[card] - hand[card] - discard[card]) / total if total",
                "out[card] = (n + 1) * (_COPIES[card] - hand[card] - discard[card]) / total if total"),), BELIEF),
+    # --- issue 31: the labels of the learning pipeline (rollout values, search values, their shards)
+    Mutation("labels", "rollout labels scored from seat 0's side", ROLLOUT,
+             (("np.mean([(outcome == seat) - (outcome == 1 - seat)", "np.mean([(outcome == 0) - (outcome == 1)"),),
+             LABELS, 31),
+    Mutation("labels", "the base player on seat 0 whatever the mover", ROLLOUT,
+             (("policies = (self.policy, RULE_POLICY) if seat == 0 else (RULE_POLICY, self.policy)",
+               "policies = (self.policy, RULE_POLICY)"),), LABELS),
+    Mutation("labels", "a network base plays seat 0 whatever the mover", ROLLOUT,
+             (("return actor_simulate(state, action, seat, RULE_POLICY", "return actor_simulate(state, action, 0, "
+               "RULE_POLICY"),), LABELS),
+    Mutation("labels", "no common random numbers: fresh streams for each move", ROLLOUT,
+             ((_EACH_MOVE, _EACH_MOVE + "        seeds = rng.integers(2**63, size=deck_orders).astype(np.uint64)\n"),),
+             LABELS, 31),
+    Mutation("labels", "no common random numbers: fresh deck orders for each move", ROLLOUT,
+             ((_EACH_MOVE, _EACH_MOVE + "        states = [pack_state(game.hands, rng.permutation(game.deck), "
+               "game.discard, game.active_colour, seat, game.pending_draw) for _ in states]\n"),), LABELS),
+    Mutation("labels", "the true deck order left out of the worlds", ROLLOUT,
+             (("decks = [game.deck] + [rng.permutation(game.deck) for _ in range(deck_orders - 1)]",
+               "decks = [rng.permutation(game.deck) for _ in range(deck_orders)]"),), LABELS),
+    Mutation("labels", "search labels on the 0..1 scale", ROLLOUT,
+             (("values[action] = 2.0 * total / visits - 1.0", "values[action] = total / visits"),), LABELS),
+    Mutation("labels", "guided labels never guided by the critic", ROLLOUT,
+             (("guided = self.leaf_moves is not None and base.value is not None", "guided = False"),), LABELS),
+    Mutation("labels", "the aware search not told the opponent", ROLLOUT,
+             (("opponent_policy=RulePolicy() if aware else None", "opponent_policy=None"),),
+             ("tests/test_rollout_values.py::test_aware_search_labels_are_told_the_opponent_and_label_the_same_"
+              "positions_differently",)),
+    Mutation("labels", "every shard of a round plays the same games", "train/training/labelling.py",
+             (("SeedSequence([self.seed, self.round, shard])", "SeedSequence([self.seed, self.round])"),), LABELS),
+    Mutation("labels", "every round plays the same games", "train/training/labelling.py",
+             (("SeedSequence([self.seed, self.round, shard])", "SeedSequence([self.seed, shard])"),), LABELS),
+    Mutation("labels", "the last shard plays a whole shard's games", "train/training/labelling.py",
+             (("return min(self.shard_games, self.games - shard * self.shard_games)", "return self.shard_games"),),
+             LABELS),
+    Mutation("labels", "leaf moves not among the labels' settings", "train/training/labelling.py",
+             (("            settings[\"pretrain.search_leaf_moves\"] = self.search.leaf_moves\n", ""),), LABELS),
+    # --- issue 31: the warm start and the generations (train/training/pretrain.py)
+    Mutation("pretrain", "demonstration returns from seat 0's side", PRETRAIN,
+             (("(1.0 if result.winner == seat else -1.0)", "(1.0 if result.winner == 0 else -1.0)"),), DEMOS),
+    Mutation("pretrain", "demonstration returns discounted from the start", PRETRAIN,
+             (("returns.append(outcome * gamma ** (n - 1 - k))", "returns.append(outcome * gamma ** k)"),), DEMOS),
+    Mutation("pretrain", "the gate's verdict ignored", PRETRAIN,
+             (("            if record.get(\"kept\", True):", "            if True:"),), GENERATIONS),
+    Mutation("pretrain", "each fit sees its own round only", PRETRAIN,
+             (("history = [*history[1 - settings.window:], labels] if settings.window > 1 else [labels]",
+               "history = [labels]"),), GENERATIONS),
+    # --- the ensemble of checkpoints (agents/ensemble.py)
+    Mutation("ensemble", "critic summed, not averaged", "agents/ensemble.py",
+             (("(\"value_net\", 1.0 / len(members))", "(\"value_net\", 1.0)"),), ENSEMBLE),
+    Mutation("ensemble", "later layers read the first member's units", "agents/ensemble.py",
+             (("                    column += columns\n", ""),), ENSEMBLE),
+    Mutation("ensemble", "members' biases dropped", "agents/ensemble.py",
+             (("target.bias[row:row + rows] = layer.bias", "target.bias[row:row + rows] = 0.0"),), ENSEMBLE),
+    Mutation("ensemble", "no activation check", "agents/ensemble.py",
+             (("if any(m.activation_fn is not activation for m in members):", "if False:"),), ENSEMBLE),
+    Mutation("ensemble", "the merged file stored, not deflated", "agents/ensemble.py",
+             (("info.compress_type = zipfile.ZIP_DEFLATED", "info.compress_type = zipfile.ZIP_STORED"),), ENSEMBLE),
+    # --- the guided search (agents/search_kernels.py, agents/actor_kernels.py): prior, value head, leaf moves
+    Mutation("guided", "PUCT ignores the prior", "agents/search_kernels.py",
+             (("scale * priors[i] / (1.0 + visits[i])", "scale / (1.0 + visits[i])"),), GUIDED),
+    Mutation("guided", "leaf moves ignored", "agents/search_kernels.py",
+             (("actor, stream, legal, leaf_moves, max_actions) == 0:", "actor, stream, legal, 0, max_actions) == 0:"),),
+             GUIDED),
+    Mutation("guided", "the critic ignored at the leaves", "agents/search_kernels.py",
+             (("    return value_reward(game, value)\n", "    return 0.5\n"),), GUIDED),
+    Mutation("guided", "a game over before the leaf scores 1/2", "agents/search_kernels.py",
+             (("        return reward_of(game[OUTCOME])\n    return value_reward", "        return 0.5\n    return "
+               "value_reward"),), GUIDED),
+    Mutation("guided", "the critic's value not clipped", "agents/actor_kernels.py",
+             (("return min(max(float(value), -1.0), 1.0)", "return float(value)"),), GUIDED),
+    Mutation("guided", "the network's rollouts play the first legal move", "agents/actor_kernels.py",
+             (("apply_action(game, actor_choice(game, legal, n, params), stream)",
+               "apply_action(game, legal[0], stream)"),), GUIDED + ("tests/test_compiled_actor.py",)),
+    # --- issue 31: the opponent models' likelihood (uno_env/belief/models.py, trajectory.py)
+    Mutation("likelihood", "the filter's kernels log the mover's own hand size", "uno_env/belief/trajectory.py",
+             (("row[OPP] = 0 if decision is None else decision.opponent_hand_size",
+               "row[OPP] = 0 if decision is None else decision.hand_size"),), LIKELIHOOD, 31),
+    Mutation("likelihood", "the model reads the mover's own hand size", "uno_env/belief/models.py",
+             (("card_rank(decision.top), decision.opponent_hand_size)",
+               "card_rank(decision.top), decision.hand_size)"),), LIKELIHOOD),
+    Mutation("likelihood", "the kernel's play likelihood with the mover's hand size", "uno_env/belief/trajectory.py",
+             (("log[e, RANK], log[e, OPP], legal)\n            w[p] *= like",
+               "log[e, RANK], log[e, HAND], legal)\n            w[p] *= like"),), LIKELIHOOD),
+    Mutation("likelihood", "a draw does not rule out a playable hand", "uno_env/belief/trajectory.py",
+             (("log[e, RANK]):\n            w[p] = 0.0", "log[e, RANK]):\n            w[p] *= 0.5"),), LIKELIHOOD),
+    Mutation("likelihood", "random counts the playable ids not held", "uno_env/belief/models.py",
+             (("        if hand[_ACTION_CARD[candidate]] > 0:\n", "        if True:\n"),), LIKELIHOOD),
+    Mutation("likelihood", "rule attacks at three cards", "uno_env/belief/models.py",
+             (("rule_action(hand, opponent_hand_size, legal, n)",
+               "rule_action(hand, opponent_hand_size - 1, legal, n)"),), LIKELIHOOD),
     # --- issue 31: the endings of a game on every env path
     Mutation("endings", "compiled single env: reward sign flipped when the deck ran out", "uno_env/env.py",
-             (("reward = 0.0 if outcome is None else _REWARD[outcome]  #",
-               "reward = 0.0 if outcome is None else _REWARD[outcome] * (-1 if min(table.to_game().hand_sizes) else 1)"
-               "  #"),), ENDINGS, 31),
+             (("else _REWARD[outcome]  #",
+               "else _REWARD[outcome] * (-1 if min(table.to_game().hand_sizes) else 1)  #"),), ENDINGS, 31),
     Mutation("endings", "compiled single env: deck-out winner swapped in the kernel", "uno_env/single.py",
              (("            core.draw_planned(state, count, possible)\n",
-               "            core.draw_planned(state, count, possible)\n"
-               "            if state[core.OUTCOME] >= 0:\n                state[core.OUTCOME] = 1 - state[core.OUTCOME]\n"),),
-             ENDINGS),
+               "            core.draw_planned(state, count, possible)\n            if state[core.OUTCOME] >= 0:\n"
+               "                state[core.OUTCOME] = 1 - state[core.OUTCOME]\n"),), ENDINGS),
     Mutation("endings", "compiled single env: the rule opponent reads its own hand size", "uno_env/single.py",
              (("state[held:held + NUM_CARD_TYPES], state[core.HAND_SIZES + AGENT],",
-               "state[held:held + NUM_CARD_TYPES], state[core.HAND_SIZES + OPPONENT],"),),
-             ("tests/test_single.py",)),
+               "state[held:held + NUM_CARD_TYPES], state[core.HAND_SIZES + OPPONENT],"),), ("tests/test_single.py",)),
     Mutation("endings", "vector env: a draw pays like a loss", "uno_env/vector.py",
              (("rewards[i] = 1.0 if outcome == AGENT else (-1.0 if outcome == OPPONENT else 0.0)",
                "rewards[i] = 1.0 if outcome == AGENT else -1.0"),), ENDINGS),
     Mutation("endings", "vector env: success on any finished game", "uno_env/vector.py",
              (("success[i] = outcome == AGENT", "success[i] = outcome != OPPONENT"),), ENDINGS),
     Mutation("endings", "PettingZoo: the winner's reward to the other seat", "uno_env/multiagent.py",
-             (("self.rewards[AGENTS[game.outcome]] = 1.0\n                self.rewards[AGENTS[1 - game.outcome]] = -1.0",
-               "self.rewards[AGENTS[1 - game.outcome]] = 1.0\n                self.rewards[AGENTS[game.outcome]] = -1.0"),),
+             (("self.rewards[AGENTS[game.outcome]] = 1.0", "self.rewards[AGENTS[game.outcome]] = -1.0"),
+              ("self.rewards[AGENTS[1 - game.outcome]] = -1.0", "self.rewards[AGENTS[1 - game.outcome]] = 1.0")),
              ENDINGS),
+    # --- issue 31: names of checkpoints, and shipped agents built from a spec
+    Mutation("specs", "a run's best model labelled best_model", "train/specs.py",
+             (("path.stem not in (\"model\", \"best_model\")", "path.stem != \"model\""),), SPECS, 31),
+    Mutation("specs", "a folder stands for its best model first", "train/specs.py",
+             (("CHECKPOINT_NAMES = (\"model.zip\", \"best_model.zip\")",
+               "CHECKPOINT_NAMES = (\"best_model.zip\", \"model.zip\")"),), SPECS),
+    Mutation("specs", "shipped factories bound late: every name loads the last agent", "agents/shipped.py",
+             (("{name: partial(load_shipped, name) for name", "{name: lambda: load_shipped(name) for name"),), SPECS,
+             31),
+    Mutation("specs", "a shipped agent by name ignores deterministic", "train/policies.py",
+             (("if spec in policy_names() and spec not in shipped_names():", "if spec in policy_names():"),), SPECS),
+    Mutation("specs", "a shipped agent named model", "agents/shipped.py",
+             (("MODELS_DIR / name / MODEL_FILE, name=name)", "MODELS_DIR / name / MODEL_FILE)"),), SPECS),
+    Mutation("specs", "checkpoint steps not zero-padded", "train/training/trainer.py",
+             (("step_{self.model.num_timesteps:09d}.zip", "step_{self.model.num_timesteps}.zip"),),
+             ("tests/test_train.py::test_run_folder_layout",)),
 )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -47,3 +48,22 @@ def test_members_that_do_not_fit_together_are_refused(tmp_path: Path):
         merge([_checkpoint(tmp_path, 1, [8]), _checkpoint(tmp_path, 2, [8], belief="counting")])
     with pytest.raises(ValueError, match="hidden layers"):
         merge([_checkpoint(tmp_path, 3, [8]), _checkpoint(tmp_path, 4, [8, 8])])
+
+
+def test_members_with_other_activations_are_refused(tmp_path: Path):
+    relu = MaskablePPO("MlpPolicy", UnoEnv(), seed=6, device="cpu",
+                       policy_kwargs={"net_arch": [8], "activation_fn": torch.nn.ReLU})
+    path = save_model(relu, tmp_path / "relu.zip", {"belief": "none", "config": "test", "steps": 0})
+    with pytest.raises(ValueError, match="activation"):
+        merge([_checkpoint(tmp_path, 5, [8]), path])
+
+
+def test_the_merged_file_is_deflated_and_loads_the_same(tmp_path: Path):
+    paths = [_checkpoint(tmp_path, seed, [8]) for seed in (1, 2)]
+    merged = tmp_path / "merged.zip"
+    main([str(merged), *map(str, paths)])
+    with zipfile.ZipFile(merged) as archive:
+        assert {info.compress_type for info in archive.infolist()} == {zipfile.ZIP_DEFLATED}
+    model, _ = merge(paths)
+    loaded = PPOPolicy.load(merged).network.state_dict()
+    assert all(torch.equal(loaded[key], value) for key, value in model.policy.state_dict().items() if key in loaded)

@@ -143,3 +143,25 @@ def test_the_beliefs_weigh_each_hand_by_the_models_likelihood(ours, theirs, mode
         assert got == pytest.approx(expected, abs=0.06)
         if expected[card_id("wild_draw4")] == 0.0:  # a hand the model rules out gets no particle at all
             assert got[card_id("wild_draw4")] == 0.0
+
+
+@pytest.mark.parametrize("model", [None, RuleModel, RandomModel], ids=["plain", "rule", "random"])
+def test_a_draw_rules_out_every_hand_with_a_playable_card(model):
+    """The opponent, holding two cards, draws on red:9: under every model it held nothing playable (no red, no 9, no
+    wild) and then drew one of the three other pool cards, each equally likely."""
+    pool = ["blue:1", "green:7", "yellow:1", "wild_draw4", "red:3"]
+    scn = scenario(["green:3", "yellow:8"], ["blue:1", "green:7"], ["red:9"], ["yellow:1", "wild_draw4", "red:3"],
+                   rest="discard", to_move="opponent")
+    expected, total = np.zeros(54), 0
+    for pair in combinations(pool, 2):
+        if {"wild_draw4", "red:3"} & set(pair):
+            continue
+        for drawn in (card for card in pool if card not in pair):
+            expected += counts([*pair, drawn])
+            total += 1
+    expected /= total
+    exact = ExactBelief(model=None if model is None else model())
+    pf = TrajectoryBelief(3000, np.random.default_rng(0), model=None if model is None else model())
+    Replay(scn, exact, pf).move("opponent", 60)
+    assert exact.expected_counts() == pytest.approx(expected, abs=1e-12)
+    assert pf.expected_counts() == pytest.approx(expected, abs=0.06) and (pf.recoveries, pf.fallbacks) == (0, 0)
