@@ -85,13 +85,15 @@ def test_rollout_labels_of_the_known_position_are_the_movers(seat):
 @pytest.mark.parametrize("base", ["rule", "random", "network"])
 def test_seat_swapped_positions_get_the_same_rollout_labels(base, network_base):
     player = network_base if base == "network" else BasePlayer(base)
+    spreads = []
     for seed in range(4):
         game = mid_game(seed)
         values = move_values(game, 6, np.random.default_rng(seed), player)
         assert np.array_equal(values, move_values(swapped(game), 6, np.random.default_rng(seed), player),
                               equal_nan=True)
-        # not a position every move wins or loses alike, where the side would not show
-        assert np.nanmax(values) > np.nanmin(values) or seed < 3
+        spreads.append(np.nanmax(values) - np.nanmin(values))
+    # not only positions where every move is worth the same, or a label from the wrong side could not show
+    assert max(spreads) > 0
 
 
 def label_once(game: Game, seed: int, search: SearchLabels | None, base: str = "rule") -> np.ndarray:
