@@ -67,3 +67,24 @@ def test_the_merged_file_is_deflated_and_loads_the_same(tmp_path: Path):
     model, _ = merge(paths)
     loaded = PPOPolicy.load(merged).network.state_dict()
     assert all(torch.equal(loaded[key], value) for key, value in model.policy.state_dict().items() if key in loaded)
+
+
+def test_the_members_biases_are_kept(tmp_path: Path):
+    # SB3 starts every bias at zero, so the members are given random biases first: a merge that dropped them
+    # would otherwise still sum the logits.
+    paths = []
+    for seed in (1, 2):
+        model = MaskablePPO("MlpPolicy", UnoEnv(), seed=seed, device="cpu", policy_kwargs={"net_arch": [8, 4]})
+        generator = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for name, parameter in model.policy.named_parameters():
+                if name.endswith("bias"):
+                    parameter.copy_(torch.randn(parameter.shape, generator=generator))
+        paths.append(save_model(model, tmp_path / f"biased-{seed}.zip", {"belief": "none", "config": "test",
+                                                                          "steps": 0}))
+    model, _ = merge(paths)
+    observations = torch.from_numpy(np.stack([UnoEnv().observation_space.sample() for _ in range(16)]))
+    members = [_heads(PPOPolicy.load(path).network, observations) for path in paths]
+    logits, values = _heads(model.policy, observations)
+    assert torch.allclose(logits, members[0][0] + members[1][0], atol=1e-5)
+    assert torch.allclose(values, (members[0][1] + members[1][1]) / 2, atol=1e-5)
