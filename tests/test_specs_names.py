@@ -55,6 +55,7 @@ def _weights(policy: PPOPolicy) -> dict[str, torch.Tensor]:
     return policy.network.state_dict()
 
 
+@pytest.mark.slow  # loads every shipped agent twice
 def test_every_shipped_agent_is_built_from_its_own_folder():
     names = shipped_names()
     assert len(names) >= 2, f"the test needs two shipped agents in {MODELS_DIR}"
