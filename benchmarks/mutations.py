@@ -10,9 +10,10 @@ pytest could not run). Before any mutation, the tests run once unmutated and mus
     python benchmarks/mutations.py                  # every mutation, a table per area
     python benchmarks/mutations.py --area stats     # one area (observation, stats, config, search, ...)
     python benchmarks/mutations.py --write          # also put the result table into docs/TESTING.md
+    python benchmarks/mutations.py --name "deck ran out" --tests tests/test_single.py   # other tests than its own
     python benchmarks/mutations.py --list
 
-Mutations marked ``issue17`` are the ones that survived the whole suite when issue 17 was filed.
+Mutations marked with an issue (17, 31) are the bugs that survived the whole suite when that issue was filed.
 Exit status: 0 when nothing survived, 1 otherwise.
 """
 
@@ -26,7 +27,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,6 +39,16 @@ STATS = ("tests/test_statistics.py",)
 CONFIG = ("tests/test_config_checks.py", "tests/test_config.py")
 SEARCH = ("tests/test_search_invariants.py", "tests/test_search.py")
 RULES = ("tests/test_rules.py", "tests/test_invariants.py", "tests/test_opponents.py")
+ENDINGS = ("tests/test_endings.py",)
+LABELS = ("tests/test_labels_properties.py",)
+LIKELIHOOD = ("tests/test_opponent_likelihood.py",)
+ENSEMBLE = ("tests/test_ensemble.py",)
+GUIDED = ("tests/test_guided_search.py",)
+SPECS = ("tests/test_specs_names.py",)
+DEMOS = ("tests/test_train.py::test_demonstration_returns_are_the_teachers_seats_result",)
+GENERATIONS = ("tests/test_train.py::test_generations_are_gated_logged_and_fitted_on_a_window_of_rounds",)
+ROLLOUT, PRETRAIN = "train/training/rollout_values.py", "train/training/pretrain.py"
+_EACH_MOVE = "    for action in game.legal_actions():\n"
 BELIEF = ("tests/test_observation.py", "tests/test_belief_filters.py", "tests/test_belief_lazy.py",
           "tests/test_belief_tracker.py", "tests/test_belief_env.py")
 
@@ -51,30 +62,30 @@ class Mutation:
     path: str
     edits: tuple[tuple[str, str], ...]
     tests: tuple[str, ...]
-    issue17: bool = False
+    issue: int | None = None  # the issue whose text reports this bug surviving the whole suite
 
 
 def _config_check(field: str, line: str, plain: str) -> Mutation:
     """Remove the value check of one config field (``line`` becomes ``plain``)."""
-    return Mutation("config", f"no check on {field}", "train/config.py", ((line, plain),), CONFIG, issue17=True)
+    return Mutation("config", f"no check on {field}", "train/config.py", ((line, plain),), CONFIG, issue=17)
 
 
 MUTATIONS: tuple[Mutation, ...] = (
     # --- the observation encoder (uno_env.observation.encode_into, the compiled encoder every path calls)
     Mutation("observation", "opponent size one-hot shifted by one", "uno_env/observation.py",
-             (("min(opponent_hand_size, 7) - 1] = 1.0", "min(opponent_hand_size, 7)] = 1.0"),), OBS, True),
+             (("min(opponent_hand_size, 7) - 1] = 1.0", "min(opponent_hand_size, 7)] = 1.0"),), OBS, 17),
     Mutation("observation", "opponent size one-hot capped at 8", "uno_env/observation.py",
-             (("min(opponent_hand_size, 7) - 1] = 1.0", "min(opponent_hand_size, 8) - 1] = 1.0"),), OBS, True),
+             (("min(opponent_hand_size, 7) - 1] = 1.0", "min(opponent_hand_size, 8) - 1] = 1.0"),), OBS, 17),
     Mutation("observation", "pending-draw channel inverted", "uno_env/observation.py",
              (("out[_PENDING + (pending_draw >> 2)] = 1.0", "out[_PENDING + 1 - (pending_draw >> 2)] = 1.0"),), OBS,
-             True),
+             17),
     Mutation("observation", "discard not removed from the unseen cards", "uno_env/observation.py",
-             (("_COPIES[card] - hand[card] - discard[card]", "_COPIES[card] - hand[card]"),), OBS, True),
+             (("_COPIES[card] - hand[card] - discard[card]", "_COPIES[card] - hand[card]"),), OBS, 17),
     Mutation("observation", "deck and discard sizes swapped", "uno_env/observation.py",
              (("out[_SIZES + 2] = deck_size / DECK_SIZE\n    out[_SIZES + 3] = discard_size / DECK_SIZE",
-               "out[_SIZES + 2] = discard_size / DECK_SIZE\n    out[_SIZES + 3] = deck_size / DECK_SIZE"),), OBS, True),
+               "out[_SIZES + 2] = discard_size / DECK_SIZE\n    out[_SIZES + 3] = deck_size / DECK_SIZE"),), OBS, 17),
     Mutation("observation", "top card index clipped at 52", "uno_env/observation.py",
-             (("out[_TOP + top] = 1.0", "out[_TOP + min(top, 52)] = 1.0"),), OBS, True),
+             (("out[_TOP + top] = 1.0", "out[_TOP + min(top, 52)] = 1.0"),), OBS, 17),
     Mutation("observation", "colour one-hot rotated", "uno_env/observation.py",
              (("out[_COLOUR + colour] = 1.0", "out[_COLOUR + (colour + 1) % 4] = 1.0"),), OBS),
     Mutation("observation", "own hand size scaled by 54", "uno_env/observation.py",
@@ -82,12 +93,12 @@ MUTATIONS: tuple[Mutation, ...] = (
     # --- evaluation statistics
     Mutation("stats", "paired interval over games, not pairs", "train/evaluation/statistics.py",
              (("half = t_quantile_975(n - 1) * spread / math.sqrt(n)",
-               "half = t_quantile_975(n - 1) * spread / math.sqrt(pair_scores.size)"),), STATS, True),
+               "half = t_quantile_975(n - 1) * spread / math.sqrt(pair_scores.size)"),), STATS, 17),
     Mutation("stats", "a drawn game scores 0", "train/evaluation/matches.py",
              (("scores[i, game] = 0.5 if result.winner == -1", "scores[i, game] = 0.0 if result.winner == -1"),),
-             STATS, True),
+             STATS, 17),
     Mutation("stats", "t quantile with n degrees of freedom", "train/evaluation/statistics.py",
-             (("half = t_quantile_975(n - 1) * spread", "half = t_quantile_975(n) * spread"),), STATS, True),
+             (("half = t_quantile_975(n - 1) * spread", "half = t_quantile_975(n) * spread"),), STATS, 17),
     Mutation("stats", "Wilson fallback over pairs", "train/evaluation/statistics.py",
              (("wilson_interval(float(pair_scores.sum()), pair_scores.size)",
                "wilson_interval(float(means.sum()), n)"),), STATS),
@@ -122,7 +133,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              (("if ppo.batch_size > rollout:", "if False:"),), CONFIG),
     # --- the search player
     Mutation("search", "k-th world by the root's visit count", "agents/search.py",
-             (("game, uniform = worlds.get(int(root.visits[i]))", "game, uniform = worlds.get(k)"),), SEARCH, True),
+             (("game, uniform = worlds.get(int(root.visits[i]))", "game, uniform = worlds.get(k)"),), SEARCH, 17),
     Mutation("search", "compiled: k-th world by the simulation's number", "agents/search_kernels.py",
              (("        k = visits[i]\n", "        k = done % n_worlds\n"),), SEARCH),
     Mutation("search", "no default-move guard", "agents/search.py",
@@ -154,6 +165,132 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("belief", "counting expects one card too many", "uno_env/belief/filters.py",
              (("out[card] = n * (_COPIES[card] - hand[card] - discard[card]) / total if total",
                "out[card] = (n + 1) * (_COPIES[card] - hand[card] - discard[card]) / total if total"),), BELIEF),
+    # --- issue 31: the labels of the learning pipeline (rollout values, search values, their shards)
+    Mutation("labels", "rollout labels scored from seat 0's side", ROLLOUT,
+             (("np.mean([(outcome == seat) - (outcome == 1 - seat)", "np.mean([(outcome == 0) - (outcome == 1)"),),
+             LABELS, 31),
+    Mutation("labels", "the base player on seat 0 whatever the mover", ROLLOUT,
+             (("policies = (self.policy, RULE_POLICY) if seat == 0 else (RULE_POLICY, self.policy)",
+               "policies = (self.policy, RULE_POLICY)"),), LABELS),
+    Mutation("labels", "a network base plays seat 0 whatever the mover", ROLLOUT,
+             (("return actor_simulate(state, action, seat, RULE_POLICY", "return actor_simulate(state, action, 0, "
+               "RULE_POLICY"),), LABELS),
+    Mutation("labels", "no common random numbers: fresh streams for each move", ROLLOUT,
+             ((_EACH_MOVE, _EACH_MOVE + "        seeds = rng.integers(2**63, size=deck_orders).astype(np.uint64)\n"),),
+             LABELS, 31),
+    Mutation("labels", "no common random numbers: fresh deck orders for each move", ROLLOUT,
+             ((_EACH_MOVE, _EACH_MOVE + "        states = [pack_state(game.hands, rng.permutation(game.deck), "
+               "game.discard, game.active_colour, seat, game.pending_draw) for _ in states]\n"),), LABELS),
+    Mutation("labels", "the true deck order left out of the worlds", ROLLOUT,
+             (("decks = [game.deck] + [rng.permutation(game.deck) for _ in range(deck_orders - 1)]",
+               "decks = [rng.permutation(game.deck) for _ in range(deck_orders)]"),), LABELS),
+    Mutation("labels", "search labels on the 0..1 scale", ROLLOUT,
+             (("values[action] = 2.0 * total / visits - 1.0", "values[action] = total / visits"),), LABELS),
+    Mutation("labels", "guided labels never guided by the critic", ROLLOUT,
+             (("guided = self.leaf_moves is not None and base.value is not None", "guided = False"),), LABELS),
+    Mutation("labels", "the aware search not told the opponent", ROLLOUT,
+             (("opponent_policy=RulePolicy() if aware else None", "opponent_policy=None"),),
+             ("tests/test_rollout_values.py::test_aware_search_labels_are_told_the_opponent_and_label_the_same_"
+              "positions_differently",)),
+    Mutation("labels", "every shard of a round plays the same games", "train/training/labelling.py",
+             (("SeedSequence([self.seed, self.round, shard])", "SeedSequence([self.seed, self.round])"),), LABELS),
+    Mutation("labels", "every round plays the same games", "train/training/labelling.py",
+             (("SeedSequence([self.seed, self.round, shard])", "SeedSequence([self.seed, shard])"),), LABELS),
+    Mutation("labels", "the last shard plays a whole shard's games", "train/training/labelling.py",
+             (("return min(self.shard_games, self.games - shard * self.shard_games)", "return self.shard_games"),),
+             LABELS),
+    Mutation("labels", "leaf moves not among the labels' settings", "train/training/labelling.py",
+             (("            settings[\"pretrain.search_leaf_moves\"] = self.search.leaf_moves\n", ""),), LABELS),
+    # --- issue 31: the warm start and the generations (train/training/pretrain.py)
+    Mutation("pretrain", "demonstration returns from seat 0's side", PRETRAIN,
+             (("(1.0 if result.winner == seat else -1.0)", "(1.0 if result.winner == 0 else -1.0)"),), DEMOS),
+    Mutation("pretrain", "demonstration returns discounted from the start", PRETRAIN,
+             (("returns.append(outcome * gamma ** (n - 1 - k))", "returns.append(outcome * gamma ** k)"),), DEMOS),
+    Mutation("pretrain", "the gate's verdict ignored", PRETRAIN,
+             (("            if record.get(\"kept\", True):", "            if True:"),), GENERATIONS),
+    Mutation("pretrain", "each fit sees its own round only", PRETRAIN,
+             (("history = [*history[1 - settings.window:], labels] if settings.window > 1 else [labels]",
+               "history = [labels]"),), GENERATIONS),
+    # --- the ensemble of checkpoints (agents/ensemble.py)
+    Mutation("ensemble", "critic summed, not averaged", "agents/ensemble.py",
+             (("(\"value_net\", 1.0 / len(members))", "(\"value_net\", 1.0)"),), ENSEMBLE),
+    Mutation("ensemble", "later layers read the first member's units", "agents/ensemble.py",
+             (("                    column += columns\n", ""),), ENSEMBLE),
+    Mutation("ensemble", "members' biases dropped", "agents/ensemble.py",
+             (("target.bias[row:row + rows] = layer.bias", "target.bias[row:row + rows] = 0.0"),), ENSEMBLE),
+    Mutation("ensemble", "no activation check", "agents/ensemble.py",
+             (("if any(m.activation_fn is not activation for m in members):", "if False:"),), ENSEMBLE),
+    Mutation("ensemble", "the merged file stored, not deflated", "agents/ensemble.py",
+             (("info.compress_type = zipfile.ZIP_DEFLATED", "info.compress_type = zipfile.ZIP_STORED"),), ENSEMBLE),
+    # --- the guided search (agents/search_kernels.py, agents/actor_kernels.py): prior, value head, leaf moves
+    Mutation("guided", "PUCT ignores the prior", "agents/search_kernels.py",
+             (("scale * priors[i] / (1.0 + visits[i])", "scale / (1.0 + visits[i])"),), GUIDED),
+    Mutation("guided", "leaf moves ignored", "agents/search_kernels.py",
+             (("actor, stream, legal, leaf_moves, max_actions) == 0:", "actor, stream, legal, 0, max_actions) == 0:"),),
+             GUIDED),
+    Mutation("guided", "the critic ignored at the leaves", "agents/search_kernels.py",
+             (("    return value_reward(game, value)\n", "    return 0.5\n"),), GUIDED),
+    Mutation("guided", "a game over before the leaf scores 1/2", "agents/search_kernels.py",
+             (("        return reward_of(game[OUTCOME])\n    return value_reward", "        return 0.5\n    return "
+               "value_reward"),), GUIDED),
+    Mutation("guided", "the critic's value not clipped", "agents/actor_kernels.py",
+             (("return min(max(float(value), -1.0), 1.0)", "return float(value)"),), GUIDED),
+    Mutation("guided", "the network's rollouts play the first legal move", "agents/actor_kernels.py",
+             (("apply_action(game, actor_choice(game, legal, n, params), stream)",
+               "apply_action(game, legal[0], stream)"),), GUIDED + ("tests/test_compiled_actor.py",)),
+    # --- issue 31: the opponent models' likelihood (uno_env/belief/models.py, trajectory.py)
+    Mutation("likelihood", "the filter's kernels log the mover's own hand size", "uno_env/belief/trajectory.py",
+             (("row[OPP] = 0 if decision is None else decision.opponent_hand_size",
+               "row[OPP] = 0 if decision is None else decision.hand_size"),), LIKELIHOOD, 31),
+    Mutation("likelihood", "the model reads the mover's own hand size", "uno_env/belief/models.py",
+             (("card_rank(decision.top), decision.opponent_hand_size)",
+               "card_rank(decision.top), decision.hand_size)"),), LIKELIHOOD),
+    Mutation("likelihood", "the kernel's play likelihood with the mover's hand size", "uno_env/belief/trajectory.py",
+             (("log[e, RANK], log[e, OPP], legal)\n            w[p] *= like",
+               "log[e, RANK], log[e, HAND], legal)\n            w[p] *= like"),), LIKELIHOOD),
+    Mutation("likelihood", "a draw does not rule out a playable hand", "uno_env/belief/trajectory.py",
+             (("log[e, RANK]):\n            w[p] = 0.0", "log[e, RANK]):\n            w[p] *= 0.5"),), LIKELIHOOD),
+    Mutation("likelihood", "random counts the playable ids not held", "uno_env/belief/models.py",
+             (("        if hand[_ACTION_CARD[candidate]] > 0:\n", "        if True:\n"),), LIKELIHOOD),
+    Mutation("likelihood", "rule attacks at three cards", "uno_env/belief/models.py",
+             (("rule_action(hand, opponent_hand_size, legal, n)",
+               "rule_action(hand, opponent_hand_size - 1, legal, n)"),), LIKELIHOOD),
+    # --- issue 31: the endings of a game on every env path
+    Mutation("endings", "compiled single env: reward sign flipped when the deck ran out", "uno_env/env.py",
+             (("else _REWARD[outcome]  #",
+               "else _REWARD[outcome] * (-1 if min(table.to_game().hand_sizes) else 1)  #"),), ENDINGS, 31),
+    Mutation("endings", "compiled single env: deck-out winner swapped in the kernel", "uno_env/single.py",
+             (("            core.draw_planned(state, count, possible)\n",
+               "            core.draw_planned(state, count, possible)\n            if state[core.OUTCOME] >= 0:\n"
+               "                state[core.OUTCOME] = 1 - state[core.OUTCOME]\n"),), ENDINGS),
+    Mutation("endings", "compiled single env: the rule opponent reads its own hand size", "uno_env/single.py",
+             (("state[held:held + NUM_CARD_TYPES], state[core.HAND_SIZES + AGENT],",
+               "state[held:held + NUM_CARD_TYPES], state[core.HAND_SIZES + OPPONENT],"),), ("tests/test_single.py",)),
+    Mutation("endings", "vector env: a draw pays like a loss", "uno_env/vector.py",
+             (("rewards[i] = 1.0 if outcome == AGENT else (-1.0 if outcome == OPPONENT else 0.0)",
+               "rewards[i] = 1.0 if outcome == AGENT else -1.0"),), ENDINGS),
+    Mutation("endings", "vector env: success on any finished game", "uno_env/vector.py",
+             (("success[i] = outcome == AGENT", "success[i] = outcome != OPPONENT"),), ENDINGS),
+    Mutation("endings", "PettingZoo: the winner's reward to the other seat", "uno_env/multiagent.py",
+             (("self.rewards[AGENTS[game.outcome]] = 1.0", "self.rewards[AGENTS[game.outcome]] = -1.0"),
+              ("self.rewards[AGENTS[1 - game.outcome]] = -1.0", "self.rewards[AGENTS[1 - game.outcome]] = 1.0")),
+             ENDINGS),
+    # --- issue 31: names of checkpoints, and shipped agents built from a spec
+    Mutation("specs", "a run's best model labelled best_model", "train/specs.py",
+             (("path.stem not in (\"model\", \"best_model\")", "path.stem != \"model\""),), SPECS, 31),
+    Mutation("specs", "a folder stands for its best model first", "train/specs.py",
+             (("CHECKPOINT_NAMES = (\"model.zip\", \"best_model.zip\")",
+               "CHECKPOINT_NAMES = (\"best_model.zip\", \"model.zip\")"),), SPECS),
+    Mutation("specs", "shipped factories bound late: every name loads the last agent", "agents/shipped.py",
+             (("{name: partial(load_shipped, name) for name", "{name: lambda: load_shipped(name) for name"),), SPECS,
+             31),
+    Mutation("specs", "a shipped agent by name ignores deterministic", "train/policies.py",
+             (("if spec in policy_names() and spec not in shipped_names():", "if spec in policy_names():"),), SPECS),
+    Mutation("specs", "a shipped agent named model", "agents/shipped.py",
+             (("MODELS_DIR / name / MODEL_FILE, name=name)", "MODELS_DIR / name / MODEL_FILE)"),), SPECS),
+    Mutation("specs", "checkpoint steps not zero-padded", "train/training/trainer.py",
+             (("step_{self.model.num_timesteps:09d}.zip", "step_{self.model.num_timesteps}.zip"),),
+             ("tests/test_train.py::test_run_folder_layout",)),
 )
 
 
@@ -254,16 +391,16 @@ def table(outcomes: list[Outcome]) -> str:
     by_area: dict[str, list[Outcome]] = defaultdict(list)
     for outcome in outcomes:
         by_area[outcome.mutation.area].append(outcome)
-    lines = ["| area | mutations | caught | survived | broken | of which from issue 17 (caught) |",
+    lines = ["| area | mutations | caught | survived | broken | of which from issues 17/31 (caught) |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for area, group in by_area.items():
         count = {s: sum(o.status == s for o in group) for s in ("caught", "survived", "broken")}
-        issue = [o for o in group if o.mutation.issue17]
+        issue = [o for o in group if o.mutation.issue]
         lines.append(f"| {area} | {len(group)} | {count['caught']} | {count['survived']} | {count['broken']} | "
                      f"{len(issue)} ({sum(o.status == 'caught' for o in issue)}) |")
-    lines += ["", "| area | mutation | issue 17 | result | seconds |", "| --- | --- | :---: | --- | ---: |"]
+    lines += ["", "| area | mutation | issue | result | seconds |", "| --- | --- | :---: | --- | ---: |"]
     for o in outcomes:
-        lines.append(f"| {o.mutation.area} | {o.mutation.name} | {'yes' if o.mutation.issue17 else ''} | "
+        lines.append(f"| {o.mutation.area} | {o.mutation.name} | {o.mutation.issue or ''} | "
                      f"{o.status} | {o.seconds:.1f} |")
     return "\n".join(lines)
 
@@ -282,12 +419,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--worktree", action="store_true", help="mutate the working tree's files, not HEAD's")
     parser.add_argument("--timeout", type=int, default=60, help="per-test timeout in seconds (default 60)")
     parser.add_argument("--write", action="store_true", help=f"write the result table into {DOC.name}")
+    parser.add_argument("--name", action="append", help="only mutations whose name contains this (repeatable)")
+    parser.add_argument("--tests", nargs="+", help="run these test files instead of each mutation's own (to see "
+                        "whether other tests catch it)")
     parser.add_argument("--list", action="store_true", help="list the mutations and exit")
     args = parser.parse_args(argv)
-    mutations = [m for m in MUTATIONS if not args.area or m.area in args.area]
+    mutations = [m for m in MUTATIONS if (not args.area or m.area in args.area)
+                 and (not args.name or any(part in m.name for part in args.name))]
+    if args.tests:
+        mutations = [replace(m, tests=tuple(args.tests)) for m in mutations]
     if args.list:
         for m in mutations:
-            print(f"[{m.area}] {m.name} ({m.path}){'  issue 17' if m.issue17 else ''}")
+            print(f"[{m.area}] {m.name} ({m.path}){f'  issue {m.issue}' if m.issue else ''}")
         return 0
     source, outcomes = check(mutations, args.worktree, args.timeout)
     result = table(outcomes)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -47,3 +48,43 @@ def test_members_that_do_not_fit_together_are_refused(tmp_path: Path):
         merge([_checkpoint(tmp_path, 1, [8]), _checkpoint(tmp_path, 2, [8], belief="counting")])
     with pytest.raises(ValueError, match="hidden layers"):
         merge([_checkpoint(tmp_path, 3, [8]), _checkpoint(tmp_path, 4, [8, 8])])
+
+
+def test_members_with_other_activations_are_refused(tmp_path: Path):
+    relu = MaskablePPO("MlpPolicy", UnoEnv(), seed=6, device="cpu",
+                       policy_kwargs={"net_arch": [8], "activation_fn": torch.nn.ReLU})
+    path = save_model(relu, tmp_path / "relu.zip", {"belief": "none", "config": "test", "steps": 0})
+    with pytest.raises(ValueError, match="activation"):
+        merge([_checkpoint(tmp_path, 5, [8]), path])
+
+
+def test_the_merged_file_is_deflated_and_loads_the_same(tmp_path: Path):
+    paths = [_checkpoint(tmp_path, seed, [8]) for seed in (1, 2)]
+    merged = tmp_path / "merged.zip"
+    main([str(merged), *map(str, paths)])
+    with zipfile.ZipFile(merged) as archive:
+        assert {info.compress_type for info in archive.infolist()} == {zipfile.ZIP_DEFLATED}
+    model, _ = merge(paths)
+    loaded = PPOPolicy.load(merged).network.state_dict()
+    assert all(torch.equal(loaded[key], value) for key, value in model.policy.state_dict().items() if key in loaded)
+
+
+def test_the_members_biases_are_kept(tmp_path: Path):
+    # SB3 starts every bias at zero, so the members are given random biases first: a merge that dropped them
+    # would otherwise still sum the logits.
+    paths = []
+    for seed in (1, 2):
+        model = MaskablePPO("MlpPolicy", UnoEnv(), seed=seed, device="cpu", policy_kwargs={"net_arch": [8, 4]})
+        generator = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for name, parameter in model.policy.named_parameters():
+                if name.endswith("bias"):
+                    parameter.copy_(torch.randn(parameter.shape, generator=generator))
+        paths.append(save_model(model, tmp_path / f"biased-{seed}.zip", {"belief": "none", "config": "test",
+                                                                          "steps": 0}))
+    model, _ = merge(paths)
+    observations = torch.from_numpy(np.stack([UnoEnv().observation_space.sample() for _ in range(16)]))
+    members = [_heads(PPOPolicy.load(path).network, observations) for path in paths]
+    logits, values = _heads(model.policy, observations)
+    assert torch.allclose(logits, members[0][0] + members[1][0], atol=1e-5)
+    assert torch.allclose(values, (members[0][1] + members[1][1]) / 2, atol=1e-5)

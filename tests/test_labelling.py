@@ -175,6 +175,7 @@ def labelling_run(config: Path, run: Path) -> subprocess.Popen:
     return process
 
 
+@pytest.mark.slow  # real uno-train processes
 def test_kill_9_at_random_moments_then_resume_gives_the_same_labels_and_model(tmp_path: Path):
     config = config_file(tmp_path)
     whole = tmp_path / "whole"
@@ -201,6 +202,7 @@ def test_kill_9_at_random_moments_then_resume_gives_the_same_labels_and_model(tm
         assert np.array_equal(a, b)
 
 
+@pytest.mark.slow  # real uno-train processes
 def test_ctrl_c_while_labelling_stops_within_seconds_keeps_the_shards_and_leaves_no_process(tmp_path: Path):
     config = config_file(tmp_path, games=400, rounds=1, search_simulations=200)
     run = tmp_path / "run"
@@ -216,6 +218,7 @@ def test_ctrl_c_while_labelling_stops_within_seconds_keeps_the_shards_and_leaves
     assert kept and len(json.loads((run / "pretrain" / "round_1" / "labels.json").read_text())["shards"]) >= len(kept)
 
 
+@pytest.mark.slow  # real uno-train processes
 def test_sigterm_while_labelling_stops_the_same_way(tmp_path: Path):
     config = config_file(tmp_path, games=400, rounds=1, search_simulations=200)
     run = tmp_path / "run"
@@ -225,6 +228,7 @@ def test_sigterm_while_labelling_stops_the_same_way(tmp_path: Path):
     assert "--resume" in process.stderr.read() and group_gone(process.pid)
 
 
+@pytest.mark.slow  # real uno-train processes
 def test_resume_with_another_labelling_setting_is_refused_by_name(tmp_path: Path):
     config = config_file(tmp_path, rounds=1)
     run = tmp_path / "run"

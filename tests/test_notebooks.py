@@ -34,6 +34,7 @@ def test_there_are_notebooks():
     assert NOTEBOOKS, "notebooks/ holds no .ipynb"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)  # a notebook trains and evaluates; nbclient's own 120 s limit is per cell
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_runs(path: Path, kernel_dir: Path, monkeypatch: pytest.MonkeyPatch):

@@ -302,6 +302,31 @@ def test_pretrain_data(tmp_path: Path):
     assert np.array_equal(data.actions, again.actions) and np.array_equal(data.observations, again.observations)
 
 
+def test_demonstration_returns_are_the_teachers_seats_result(monkeypatch: pytest.MonkeyPatch):
+    """Each game's returns are the teacher's own result discounted per remaining decision, on either seat: +1 when
+    its seat won, -1 when the other seat did (it sits on seat 0 in even games, seat 1 in odd ones)."""
+    config = parse_config(tiny(pretrain={"teacher": "rule", "games": 8}))
+    games: list[tuple[int, int, int]] = []  # (the teacher's seat, the winner, the teacher's decisions)
+    real_play_game = pretrain.play_game
+
+    def spy(seats, *args, **kwargs):
+        seat = next(i for i, player in enumerate(seats) if isinstance(player, pretrain._Recorder))
+        result = real_play_game(seats, *args, **kwargs)
+        games.append((seat, result.winner, len(seats[seat].records)))
+        return result
+
+    monkeypatch.setattr(pretrain, "play_game", spy)
+    data, _ = collect(config, seed=5)
+    gamma, start = config.ppo.gamma, 0
+    for seat, winner, n in games:
+        sign = 0.0 if winner == -1 else (1.0 if winner == seat else -1.0)
+        assert np.allclose(data.returns[start:start + n], sign * gamma ** np.arange(n - 1, -1, -1)), (seat, winner)
+        start += n
+    assert start == len(data)
+    # both seats, and both results on the second seat, or the test would not tell the seats apart
+    assert {(seat, winner == seat) for seat, winner, _ in games if winner != -1} >= {(1, True), (1, False)}
+
+
 def test_pretrain_against_a_belief_checkpoint(belief_run: Path):
     """The first phase's checkpoint must get observations with its own belief channels (not the run's)."""
     checkpoint = str(belief_run / "best_model.zip")

@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.slow  # one local Ray session, sweeps of real trials
 
 from train.cli.evaluate import main as evaluate_main  # noqa: E402
 from train.cli.tune import main  # noqa: E402
