@@ -264,9 +264,10 @@ MUTATIONS: tuple[Mutation, ...] = (
              (("            core.draw_planned(state, count, possible)\n",
                "            core.draw_planned(state, count, possible)\n            if state[core.OUTCOME] >= 0:\n"
                "                state[core.OUTCOME] = 1 - state[core.OUTCOME]\n"),), ENDINGS),
-    Mutation("endings", "compiled single env: the rule opponent reads its own hand size", "uno_env/single.py",
-             (("state[held:held + NUM_CARD_TYPES], state[core.HAND_SIZES + AGENT],",
-               "state[held:held + NUM_CARD_TYPES], state[core.HAND_SIZES + OPPONENT],"),), ("tests/test_single.py",)),
+    # the single env's rule opponent is core.choose's rule branch (the one table of compiled players, issue 28)
+    Mutation("endings", "compiled single env: the rule opponent reads its own hand size", "uno_env/core.py",
+             (("rule_action(hand, state[HAND_SIZES + 1 - seat], legal, n)",
+               "rule_action(hand, state[HAND_SIZES + seat], legal, n)"),), ("tests/test_single.py",)),
     Mutation("endings", "vector env: a draw pays like a loss", "uno_env/vector.py",
              (("rewards[i] = 1.0 if outcome == AGENT else (-1.0 if outcome == OPPONENT else 0.0)",
                "rewards[i] = 1.0 if outcome == AGENT else -1.0"),), ENDINGS),

@@ -20,8 +20,8 @@ import yaml
 from train.specs import checkpoint_path, validate_spec
 from uno_env.belief import BeliefKind
 from uno_env.cards import short_repr
+from uno_env.core import COMPILED_PLAYERS as NATIVE_OPPONENTS
 from uno_env.vector import MAX_WEIGHT
-from uno_env.vector import OPPONENTS as NATIVE_OPPONENTS
 
 #: The opponent-mix key meaning "a recent checkpoint of the agent being trained" (self-play).
 SELF = "self"
@@ -407,7 +407,8 @@ def _validate(config: TrainConfig) -> None:
 
 
 def _validate_native(config: TrainConfig) -> None:
-    """``vec_env: native`` plays what the compiled games can: the built-in opponents, no belief filter, no shaping."""
+    """``vec_env: native`` plays what the compiled games can: the compiled players (uno_env.core's table, which the
+    vector env reads too), no belief filter, no shaping."""
     for i, phase in enumerate(config.opponents):
         for name, weight in phase.mix.items():
             if weight > 0 and name not in NATIVE_OPPONENTS:

@@ -57,8 +57,15 @@ from uno_env.cards import (
     full_deck,
 )
 
-#: Built-in policies of the playouts: uniformly random, and the rule player.
-RANDOM_POLICY, RULE_POLICY = 0, 1
+#: The compiled players (the kernels' built-in policies), by name; a name's index is its policy code, the code
+#: :func:`choose` plays. The one table of them: the native vector env's opponents (``uno_env.vector.OPPONENTS``),
+#: the training config's ``vec_env: native`` check and the single env's compiled twins
+#: (a Python policy's ``compiled_twin``, :meth:`uno_env.seat.Seat.compiled_twin`) all read it. Adding a player is
+#: a name here and its branch in :func:`choose`, which raises on a code it does not know rather than play another
+#: player (tests/test_compiled_players.py checks every name has its branch).
+COMPILED_PLAYERS: tuple[str, ...] = ("random", "rule")
+#: The policy codes of the playouts' players: uniformly random, and the rule player.
+RANDOM_POLICY, RULE_POLICY = COMPILED_PLAYERS.index("random"), COMPILED_PLAYERS.index("rule")
 #: Outcome codes: a running game (the kernels' stand-in for ``Game.outcome is None``), a drawn game; else the
 #: winning seat.
 RUNNING, DRAWN = -2, -1
@@ -221,6 +228,12 @@ def below(stream: np.ndarray, n: int) -> int:
 
 
 @njit(cache=True)
+def uniform(stream: np.ndarray) -> float:
+    """A uniform float in [0, 1) from the stream (53 bits: :func:`below` ``2**53``, scaled)."""
+    return below(stream, 9007199254740992) / 9007199254740992.0
+
+
+@njit(cache=True)
 def legal_actions_into(state: np.ndarray, out: np.ndarray) -> int:
     """Write the legal actions of the seat to move into ``out`` (ascending); return how many (0 once over)."""
     if state[OUTCOME] != RUNNING:
@@ -352,13 +365,16 @@ def rule_action(hand: np.ndarray, opponent_hand_size: int, legal: np.ndarray, n:
 
 @njit(cache=True)
 def choose(state: np.ndarray, legal: np.ndarray, n: int, policy: int, stream: np.ndarray) -> int:
-    """The built-in ``policy``'s choice among ``legal[:n]`` for the seat to move: :data:`RULE_POLICY` (the rule
-    player) or :data:`RANDOM_POLICY` (uniform, drawing from ``stream``)."""
+    """The compiled player ``policy``'s choice among ``legal[:n]`` for the seat to move: :data:`RULE_POLICY` (the
+    rule player) or :data:`RANDOM_POLICY` (uniform, drawing from ``stream``); one branch per name of
+    :data:`COMPILED_PLAYERS`. ``ValueError`` for any other code: it never falls through to another player."""
     if policy == RANDOM_POLICY:
         return legal[below(stream, n)]
-    seat = state[CURRENT]
-    hand = state[HANDS + _N * seat:HANDS + _N * (seat + 1)]
-    return rule_action(hand, state[HAND_SIZES + 1 - seat], legal, n)
+    if policy == RULE_POLICY:
+        seat = state[CURRENT]
+        hand = state[HANDS + _N * seat:HANDS + _N * (seat + 1)]
+        return rule_action(hand, state[HAND_SIZES + 1 - seat], legal, n)
+    raise ValueError("choose: a policy code outside uno_env.core.COMPILED_PLAYERS")
 
 
 @njit(cache=True)
@@ -388,8 +404,8 @@ def advance(state: np.ndarray, stop_seat: int, policy0: int, policy1: int, strea
 
 @njit(cache=True)
 def playout(state: np.ndarray, policy0: int, policy1: int, stream: np.ndarray, max_actions: int) -> int:
-    """Play until the game ends, seat 0 with ``policy0`` and seat 1 with ``policy1`` (:data:`RANDOM_POLICY` or
-    :data:`RULE_POLICY`). Returns the outcome; :data:`RUNNING` if ``max_actions`` actions did not finish it."""
+    """Play until the game ends, seat 0 with ``policy0`` and seat 1 with ``policy1`` (codes of
+    :data:`COMPILED_PLAYERS`). Returns the outcome; :data:`RUNNING` if ``max_actions`` actions did not finish it."""
     legal = np.empty(NUM_ACTIONS, dtype=np.int64)
     advance(state, -1, policy0, policy1, stream, legal, max_actions)
     return state[OUTCOME]

@@ -17,6 +17,8 @@ class RandomPolicy:
     """Uniform over the legal action ids (so a wild counts four times, once per declared colour)."""
 
     likelihood_model = RandomModel()
+    #: The compiled player making exactly this class's decisions (a name of uno_env.core.COMPILED_PLAYERS).
+    compiled_player = "random"
 
     def __init__(self) -> None:
         self.rng = np.random.default_rng()
@@ -56,6 +58,8 @@ class RulePolicy:
     """
 
     likelihood_model = RuleModel()
+    #: The compiled player making exactly this class's decisions (a name of uno_env.core.COMPILED_PLAYERS).
+    compiled_player = "rule"
 
     def reset(self, seed: int | None = None) -> None:
         """Nothing to reset: the policy is deterministic."""

@@ -23,6 +23,9 @@ Two optional members complete the protocol:
 
 A policy that plays like a known model may also carry a ``likelihood_model``
 (:class:`~uno_env.belief.OpponentModel`), which policy-aware particle filters use against it.
+A policy whose decisions a compiled player makes exactly (the same actions, from the same random draws) names it
+in ``compiled_player`` (a name of :data:`uno_env.core.COMPILED_PLAYERS`), so the single env plays it compiled
+(:meth:`uno_env.seat.Seat.compiled_twin`); it is read from the policy's own class only, not inherited.
 
 Policies by name (:func:`make_policy`): ``"random"`` and ``"rule"`` (:mod:`uno_env.opponents`) are built in;
 :func:`register_policy` adds names. Packages above ``uno_env`` add theirs through the entry-point groups
@@ -77,7 +80,7 @@ class Policy(Protocol):
     """Anything that can play a seat: ``reset(seed)`` then ``act(view)`` once per decision.
 
     Optional members (module docstring): ``needs`` (a :class:`Needs`), ``observe_start(view)``,
-    ``act_legal(legal, hand, opponent_hand_size)``, ``likelihood_model``.
+    ``act_legal(legal, hand, opponent_hand_size)``, ``likelihood_model``, ``compiled_player``.
     """
 
     def reset(self, seed: int | None = None) -> None: ...

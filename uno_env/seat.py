@@ -25,15 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from uno_env.belief import BeliefKind
-from uno_env.core import RANDOM_POLICY, RULE_POLICY
+from uno_env.core import COMPILED_PLAYERS, RANDOM_POLICY
 from uno_env.game import Game, IllegalActionError
 from uno_env.observation import SeatObserver
-from uno_env.opponents import RandomPolicy, RulePolicy
 from uno_env.policy import Policy, needs_of
 from uno_env.view import PublicView
-
-#: The built-in policies that have a compiled twin (uno_env.core's policy codes), by exact class.
-_COMPILED_TWINS = {RandomPolicy: RANDOM_POLICY, RulePolicy: RULE_POLICY}
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,11 +77,16 @@ class Seat:
     def compiled_twin(self) -> tuple[int, Callable[[int], np.ndarray] | None] | None:
         """The compiled twin making exactly this seat's decisions, for the single env's compiled path
         (:mod:`uno_env.single`): core's policy code and, for ``random``, the source of its generator's 32-bit draws
-        (:meth:`~uno_env.opponents.RandomPolicy.words`). ``None`` for any other policy (a subclass too, which may
-        decide otherwise) and for a seat with belief features, whose tracker must see every view."""
-        if self._act_legal is None or type(self.policy) not in _COMPILED_TWINS:
+        (:meth:`~uno_env.opponents.RandomPolicy.words`). The twin is the policy class's own ``compiled_player``
+        (:mod:`uno_env.policy`); ``None`` for a policy without one (a subclass too, which may decide otherwise) and
+        for a seat with belief features, whose tracker must see every view."""
+        name = None if self._act_legal is None else vars(type(self.policy)).get("compiled_player")
+        if name is None:
             return None
-        code = _COMPILED_TWINS[type(self.policy)]
+        if name not in COMPILED_PLAYERS:  # never another player's kernel in its place
+            raise ValueError(f"{type(self.policy).__name__}.compiled_player is {name!r}, not a compiled player "
+                             f"({', '.join(map(repr, COMPILED_PLAYERS))})")
+        code = COMPILED_PLAYERS.index(name)
         return code, (self.policy.words if code == RANDOM_POLICY else None)
 
     def start(self, game: Game, seed: int) -> None:

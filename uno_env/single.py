@@ -1,7 +1,7 @@
 """The single env's compiled path: the agent's action, the opponent's moves and the encoding in one numba call.
 
 :class:`~uno_env.env.UnoEnv` uses a :class:`CompiledGame` when its opponent is a built-in policy with a compiled twin
-(``random`` or ``rule``: :meth:`uno_env.seat.Seat.compiled_policy`), the agent has no belief features and the
+(``random`` or ``rule``: :meth:`uno_env.seat.Seat.compiled_twin`), the agent has no belief features and the
 observation is not privileged; otherwise it steps :class:`~uno_env.game.Game` in Python. Both play the same games:
 
 * the deal, the policies' seeds and the first player still come from :func:`uno_env.seat.start_game` (a
@@ -14,7 +14,8 @@ observation is not privileged; otherwise it steps :class:`~uno_env.game.Game` in
 * the ``random`` opponent's choices are ``Generator.integers(n)`` of its own generator: numpy computes them from
   32-bit draws by Lemire's method, so the kernel takes 32-bit draws of that generator
   (:meth:`uno_env.opponents.RandomPolicy.words`) and applies the same method (:func:`generator_below`); the kernel
-  returns for more when they run low. ``rule`` is :func:`uno_env.core.rule_action`, which ``RulePolicy`` calls too.
+  returns for more when they run low. The other compiled players are :func:`uno_env.core.choose` (``rule``: its
+  :func:`uno_env.core.rule_action`, which ``RulePolicy`` calls too).
 
 tests/test_single.py plays both paths side by side and checks every observation, mask, reward and ``info``.
 Why: through :class:`~uno_env.game.Game` an env step built public views for both seats, converted Python lists to
@@ -89,6 +90,9 @@ def run(state: np.ndarray, ctl: np.ndarray, opponent: int, words: np.ndarray, le
     actions into ``legal`` and its cards into ``hand`` (card types ascending, a type once per copy: the order of
     ``info["hand"]``). Returns :data:`DONE`, or :data:`NEED_SHUFFLE` / :data:`NEED_WORDS` when Python must
     shuffle the deck or add random words first; calling again resumes where it stopped."""
+    # The random opponent draws its generator's words (its Python twin's draws); the others draw from no stream, so
+    # this one is never read. A stochastic player added to core.COMPILED_PLAYERS needs its twin's draws here too.
+    no_stream = np.zeros(1, dtype=np.uint64)
     while state[core.OUTCOME] == core.RUNNING:
         if ctl[_ACTION] < 0:
             if state[core.CURRENT] == AGENT:
@@ -101,10 +105,8 @@ def run(state: np.ndarray, ctl: np.ndarray, opponent: int, words: np.ndarray, le
                     return NEED_WORDS
                 choice, ctl[_WORD] = generator_below(words, ctl[_WORD], n)
                 ctl[_ACTION] = legal[choice]
-            else:  # the rule player (core.choose's rule branch, which draws from no stream)
-                held = core.HANDS + NUM_CARD_TYPES * OPPONENT
-                ctl[_ACTION] = core.rule_action(state[held:held + NUM_CARD_TYPES], state[core.HAND_SIZES + AGENT],
-                                                legal, n)
+            else:  # the other compiled players (rule) draw no random number; choose raises on an unknown code
+                ctl[_ACTION] = core.choose(state, legal, n, opponent, no_stream)
         action = ctl[_ACTION]
         seat = state[core.CURRENT]
         if action == DRAW_ACTION:

@@ -42,13 +42,12 @@ from uno_env.game import IllegalActionError
 from uno_env.observation import BASE_SIZE, SeatObserver, counting_state_features_into, encode_seat_into
 
 AGENT, OPPONENT = 0, 1
-#: The built-in opponents the kernel plays, by code (the index: core's RANDOM_POLICY, RULE_POLICY); a
-#: :class:`CompiledOpponent` has the next code.
-OPPONENTS: tuple[str, ...] = ("random", "rule")
+#: The built-in opponents the kernel plays, by code: core's table of compiled players (the index is the policy code
+#: :func:`uno_env.core.choose` plays); a :class:`CompiledOpponent` has the next code.
+OPPONENTS: tuple[str, ...] = core.COMPILED_PLAYERS
 #: The largest weight of an opponent mix: weights are relative, so any mix is expressed below it, and their sum
 #: stays finite.
 MAX_WEIGHT = 1e9
-assert OPPONENTS.index("random") == core.RANDOM_POLICY and OPPONENTS.index("rule") == core.RULE_POLICY
 _COMPILED = len(OPPONENTS)
 _FIRST_PLAYER = {"agent": AGENT, "opponent": OPPONENT, "random": -1}
 _AUTORESET = {AutoresetMode.NEXT_STEP: 0, AutoresetMode.SAME_STEP: 1, AutoresetMode.DISABLED: 2}
@@ -95,7 +94,7 @@ def _new_game(state: np.ndarray, stream: np.ndarray, legal: np.ndarray, first_pl
     while True:
         opponent = 0
         if opponent_cdf[0] < 1.0:  # a mix: one draw per game
-            u = core.below(stream, 1 << 53) / 9007199254740992.0
+            u = core.uniform(stream)
             while u >= opponent_cdf[opponent]:
                 opponent += 1
         core.deal_into(state, stream, first_player)
@@ -309,8 +308,8 @@ class UnoVectorEnv(VectorEnv):
         if isinstance(opponent, str):
             opponent = {opponent: 1.0}
         if not isinstance(opponent, Mapping):
-            raise ValueError(f"opponent must be 'random', 'rule' or a mix of them, got {opponent!r} (other players "
-                             "need vectorization_mode='sync')")
+            raise ValueError(f"opponent must be one of {', '.join(map(repr, OPPONENTS))} or a mix of them, got "
+                             f"{opponent!r} (other players need vectorization_mode='sync')")
         unknown = [name for name in opponent if name not in OPPONENTS]
         if unknown:
             raise ValueError(f"the native vector env plays the opponents {', '.join(map(repr, OPPONENTS))}; got "
@@ -329,7 +328,7 @@ class UnoVectorEnv(VectorEnv):
     def set_opponent_mix(self, opponent: str | Mapping[str, float] | CompiledOpponent) -> None:
         """Draw each next game's opponent from ``opponent`` (as the constructor's); games under way keep theirs."""
         if isinstance(opponent, CompiledOpponent):
-            mix, cdf = {opponent.name: 1.0}, np.array([0.0, 0.0, 1.0])
+            mix, cdf = {opponent.name: 1.0}, np.array([0.0] * len(OPPONENTS) + [1.0])
             self._chooser, self._params = opponent.chooser, opponent.params
             self.opponent_names = (*OPPONENTS, opponent.name)
         else:

@@ -43,8 +43,8 @@ from train.evaluation.matches import make_executor
 from uno_env.belief import BeliefKind
 from uno_env.cards import NUM_ACTIONS
 from uno_env.core import (
+    COMPILED_PLAYERS,
     CURRENT,
-    RANDOM_POLICY,
     RULE_POLICY,
     choose,
     legal_actions_into,
@@ -65,8 +65,9 @@ SEARCH_BELIEFS: tuple[str, ...] = get_args(SearchBelief)
 #: Label scale in the logits: a move worth 0.1 more than another gets a logit 1 higher.
 SCALE = 10.0
 _MAX_ROLLOUT_ACTIONS = 5_000
-#: The base players built into the kernels, by name; any other base is a checkpoint's path.
-BUILT_IN_BASES = {"rule": RULE_POLICY, "random": RANDOM_POLICY}
+#: The base players built into the kernels (uno_env.core's compiled players), by name: their policy codes; any other
+#: base is a checkpoint's path.
+BUILT_IN_BASES = {name: code for code, name in enumerate(COMPILED_PLAYERS)}
 #: The networks' hidden activations, by name (relu is the cheaper one inside compiled playouts).
 ACTIVATIONS = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}
 

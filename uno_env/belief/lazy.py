@@ -55,6 +55,7 @@ from uno_env.belief import lazy_answers, lazy_rows, lazy_updates, sampling
 from uno_env.belief.lazy_rows import DOMAIN_CAP, ROW_WIDTH
 from uno_env.belief.sampling import seeded_stream
 from uno_env.cards import NUM_CARD_TYPES
+from uno_env.core import uniform
 
 __all__ = ["DOMAIN_CAP", "ROW_WIDTH", "Depleted", "HandStates", "seeded_stream"]
 
@@ -195,7 +196,7 @@ class HandStates:
         if omitted), then merge duplicates."""
         if particles > len(self.cnt_buf):  # later splits may make a row per particle: room for them
             self._reserve(particles)
-        lazy_rows.resample(*self._args[:4], particles, sampling.uniform(self.stream) if u is None else u)
+        lazy_rows.resample(*self._args[:4], particles, uniform(self.stream) if u is None else u)
 
     def resample_below(self, particles: int, threshold: float) -> bool:
         """:meth:`resample` to ``particles`` if the ESS is below ``threshold`` (one compiled call); True if it did."""

@@ -15,8 +15,9 @@ import math
 import numpy as np
 from numba import njit
 
-from uno_env.belief.sampling import ess, next_below, next_cumulative, systematic_copies, uniform
+from uno_env.belief.sampling import ess, next_below, next_cumulative, systematic_copies
 from uno_env.cards import NUM_CARD_TYPES
+from uno_env.core import uniform
 
 _T = NUM_CARD_TYPES
 #: Most copies of one card type.

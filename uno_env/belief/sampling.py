@@ -3,7 +3,7 @@
 Every draw comes from a splitmix64 stream (:func:`uno_env.core.below`: a ``uint64`` array of one element) that
 a filter seeds from its ``numpy`` generator (:func:`seeded_stream`), so the same seed gives the same particles.
 The lazy rows (:mod:`uno_env.belief.lazy`) and the trajectory particles (:mod:`uno_env.belief.trajectory`)
-draw and resample through these helpers.
+draw and resample through these helpers (their uniform floats are :func:`uno_env.core.uniform`, the vector env's too).
 
 **Two forms of systematic resampling.** Both give output particle ``k`` the source whose cumulative weight
 interval holds ``(k + u) * total / n``; they differ in what they walk, and each keeps its filter's seeded draws:
@@ -25,7 +25,7 @@ import math
 import numpy as np
 from numba import njit
 
-from uno_env.core import below, splitmix_mix
+from uno_env.core import splitmix_mix
 
 _TWO_53 = 9007199254740992.0
 
@@ -33,12 +33,6 @@ _TWO_53 = 9007199254740992.0
 def seeded_stream(rng: np.random.Generator) -> np.ndarray:
     """A kernel random stream (splitmix64 state, ``uint64`` array of one element) seeded from ``rng``."""
     return np.array([rng.integers(0, 2**63)], dtype=np.uint64)
-
-
-@njit(cache=True)
-def uniform(stream: np.ndarray) -> float:
-    """A uniform float in [0, 1) from the stream (53 bits)."""
-    return below(stream, 9007199254740992) / _TWO_53
 
 
 # The hot loops draw one number per particle. They keep the splitmix64 state in a local variable (written back to

@@ -48,10 +48,10 @@ from numba import njit
 
 from uno_env.belief.filters import feature_sets_at
 from uno_env.belief.models import PLAIN_MODEL, RANDOM_MODEL, OpponentModel, action_likelihood
-from uno_env.belief.sampling import ess, seeded_stream, systematic_sources, uniform
+from uno_env.belief.sampling import ess, seeded_stream, systematic_sources
 from uno_env.belief.tracker import Decision, PublicTracker
 from uno_env.cards import NUM_CARD_TYPES, NUM_COLOURS, PLAYABLE, card_rank
-from uno_env.core import below
+from uno_env.core import below, uniform
 from uno_env.view import PublicView
 
 # Event log: one int64 row per event; the pool just before the event fills the last 54 columns.
