@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -90,3 +94,19 @@ def test_resume_without_a_checkpoint_says_so(tmp_path, capsys):
     assert "no state.pt" in capsys.readouterr().err
 
 
+
+
+@pytest.mark.slow  # a real process, stopped mid-run
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_stops_with_130_and_the_resume_command(tmp_path, stop):
+    out = tmp_path / "stopped"
+    process = subprocess.Popen([sys.executable, "-m", "train.integrations.cleanrl_ppo", *TINY, "--out", str(out),
+                                "--total-steps", "100000000", "--eval-every", "1"], cwd=ROOT,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not (out / "state.pt").exists() and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.1)
+    process.send_signal(stop)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and err.strip().endswith("--resume"), err
+    assert torch.load(out / "state.pt", weights_only=True)["update"] >= 1

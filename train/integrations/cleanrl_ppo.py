@@ -38,6 +38,7 @@ import argparse
 import copy
 import json
 import math
+import signal
 import sys
 import time
 from dataclasses import asdict, dataclass, fields
@@ -56,6 +57,7 @@ from agents.ppo import load_network, read_settings, save_model
 from train.evaluation.matches import evaluate
 from train.evaluation.statistics import score_interval
 from train.training.rollout_values import ACTIVATIONS
+from uno_env.cards import NUM_ACTIONS
 from uno_env.env import UnoEnv
 
 
@@ -229,7 +231,7 @@ def train(args: Args, resume: bool = False, log=print) -> dict[str, float]:
                         opponent=opponent_mix(args.opponent), autoreset_mode="SameStep", max_episode_steps=None)
     size = envs.single_observation_space.shape[0]
     obs_buf = torch.zeros((args.num_steps, args.num_envs, size))
-    mask_buf = torch.zeros((args.num_steps, args.num_envs, 61), dtype=torch.bool)
+    mask_buf = torch.zeros((args.num_steps, args.num_envs, NUM_ACTIONS), dtype=torch.bool)
     action_buf = torch.zeros((args.num_steps, args.num_envs), dtype=torch.long)
     logprob_buf = torch.zeros((args.num_steps, args.num_envs))
     reward_buf = torch.zeros((args.num_steps, args.num_envs))
@@ -278,7 +280,7 @@ def train(args: Args, resume: bool = False, log=print) -> dict[str, float]:
             returns = advantages + value_buf
 
         # Clipped-surrogate updates on shuffled minibatches.
-        b_obs, b_mask = obs_buf.reshape(batch_size, size), mask_buf.reshape(batch_size, 61)
+        b_obs, b_mask = obs_buf.reshape(batch_size, size), mask_buf.reshape(batch_size, NUM_ACTIONS)
         b_actions, b_logprobs = action_buf.reshape(-1), logprob_buf.reshape(-1)
         b_advantages, b_returns = advantages.reshape(-1), returns.reshape(-1)
         for _ in range(args.update_epochs):
@@ -338,7 +340,13 @@ def main(argv: list[str] | None = None) -> None:
         print(f"error: --resume: {args.out} holds no state.pt (no checkpoint was written yet); run without --resume",
               file=sys.stderr)
         sys.exit(2)
-    train(args, resume)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM stops like Ctrl-C
+    try:
+        train(args, resume)
+    except KeyboardInterrupt:  # the last checkpoint is on disk (written atomically): say how to continue
+        flags = " ".join(sys.argv[1:] if argv is None else argv) + ("" if resume else " --resume")
+        print(f"\nstopped; continue with: python -m train.integrations.cleanrl_ppo {flags}", file=sys.stderr)
+        sys.exit(130)
 
 
 if __name__ == "__main__":
