@@ -34,6 +34,7 @@ import yaml
 from sb3_contrib import MaskablePPO
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+import train.training.run_folder as run_folder
 import train.training.trainer as trainer
 from agents.files import atomic_path
 from agents.ppo import TRUST_VARIABLE, PPOPolicy, load_network, read_settings, save_model
@@ -334,8 +335,8 @@ def test_the_lock_has_no_release_race(tmp_path: Path, monkeypatch: pytest.Monkey
             real_flock(holders[0], fcntl.LOCK_EX)
         real_flock(handle, flags)
 
-    monkeypatch.setattr(trainer.fcntl, "flock", race)
-    with pytest.raises(ConfigError, match="in use"), trainer._run_lock(folder):
+    monkeypatch.setattr(run_folder.fcntl, "flock", race)
+    with pytest.raises(ConfigError, match="in use"), run_folder.run_lock(folder):
         pass
     holders[0].close()
 

@@ -28,7 +28,8 @@ from typing import Any
 from agents.files import write_text
 from train.sweeps.config import SweepConfig
 from train.sweeps.report import TrialSummary, trials_json
-from train.training.trainer import read_evaluations, train_once
+from train.training.run_folder import read_evaluations
+from train.training.trainer import train_once
 
 _FINAL_FIELDS = ("win_rate", "ci_low", "ci_high", "games")
 
