@@ -90,6 +90,7 @@ class Args:
     eval_seed: int = 12345
     eval_workers: int = 1
     threads: int = 1
+    tb: str = ""                        # TensorBoard folder ("": OUT/tb)
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[Args, bool]:
@@ -225,7 +226,7 @@ def train(args: Args, resume: bool = False, log=print) -> dict[str, float]:
         generator.set_state(saved["generator"])
         first_update = int(saved["update"])
     (out / "args.json").write_text(json.dumps(asdict(args), indent=1) + "\n")
-    writer = SummaryWriter(str(out / "tb"))
+    writer = SummaryWriter(args.tb or str(out / "tb"))
 
     envs = gym.make_vec("Uno-v0", num_envs=args.num_envs, vectorization_mode="vector_entry_point",
                         opponent=opponent_mix(args.opponent), autoreset_mode="SameStep", max_episode_steps=None)

@@ -11,6 +11,9 @@ A run writes everything to one folder::
     RUN_DIR/final_eval.json/.md  the final evaluation of the best model, on fresh deals
     RUN_DIR/run_info.json        wall time, steps/s and the machine, per session
     RUN_DIR/tb/                  TensorBoard events
+    RUN_DIR/pretrain/            the warm start's generations: label shards, networks, records
+    RUN_DIR/ppo_phase/           the PPO phase after the warm start, when the config has one
+                                 (train.training.ppo_phase); its checkpoint is step_<its steps>.zip
 
 :func:`train` resumes from the last checkpoint when asked. The opponent schedule and self-play
 pool are functions of the step counter and the checkpoint folder, so a resumed run picks them up
@@ -56,6 +59,7 @@ from train.specs import checkpoint_path, label
 from train.training.labelling import Workers
 from train.training.native_vec import NativeVecEnv
 from train.training.opponent_mix import OpponentMix, OpponentMixWrapper, opponent_belief
+from train.training.ppo_phase import run_ppo_phase
 from train.training.pretrain import check_resumable, warm_start
 from train.training.rollout_values import ACTIVATIONS
 from train.training.run_folder import (
@@ -496,6 +500,9 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
             callback.save_checkpoint()
     try:
         callback.sync_opponents()
+        if config.ppo_phase.steps and model.num_timesteps == 0:  # not yet done: the phase's checkpoint has steps
+            callback.save_checkpoint()  # step 0, the phase's start, which a resume reloads
+            model.num_timesteps = run_ppo_phase(model, config, run_dir, quiet)
         remaining = config.total_timesteps - model.num_timesteps
         if remaining > 0:
             model.learn(remaining, callback=callback, tb_log_name="ppo", reset_num_timesteps=not resume,
