@@ -246,3 +246,16 @@ def test_resume_with_another_labelling_setting_is_refused_by_name(tmp_path: Path
     assert refused.wait(timeout=120) == 2
     assert "pretrain.search_simulations = 20" in refused.stderr.read()
     assert (run / "config.yaml").read_text() == before  # the refused command changed nothing
+
+
+def test_close_terminates_workers_whose_pool_does_not_shut_down(monkeypatch: pytest.MonkeyPatch):
+    """A pool that never finishes shutting down (here: a task that would run an hour; in CPython 3.11 also a
+    worker killed as the pool closes) is ended by its workers' termination after the bounded wait, not waited for."""
+    monkeypatch.setattr(labelling, "CLOSE_TIMEOUT", 1.0)
+    workers = Workers(1)
+    workers.get().submit(time.sleep, 3600)
+    time.sleep(0.5)  # the worker has taken the task
+    started = time.monotonic()
+    workers.close()
+    assert time.monotonic() - started < 30
+    assert not multiprocessing.active_children()

@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+import threading
 import time
 import zipfile
 import zlib
@@ -54,6 +55,8 @@ from uno_env.cards import NUM_ACTIONS
 _MANIFEST = "labels.json"
 #: Times a shard is started again after the process labelling it died, before the round gives up.
 _RETRIES = 3
+#: Seconds :meth:`Workers.close` waits for a pool to shut down before it terminates the workers itself.
+CLOSE_TIMEOUT = 60.0
 Labels = tuple[np.ndarray, np.ndarray, np.ndarray]  # observations, move values (NaN: illegal), base moves
 
 
@@ -215,10 +218,22 @@ class Workers:
         return self.get()
 
     def close(self, cancel: bool = False) -> None:
-        """Stop the executor; with ``cancel``, drop queued work and terminate the workers at once."""
-        if self._executor is not None:
-            self._executor.shutdown(wait=not cancel, cancel_futures=cancel)
-            self._executor = None
+        """Stop the executor; with ``cancel``, drop queued work and terminate the workers at once.
+
+        Without ``cancel`` the pool gets :data:`CLOSE_TIMEOUT` seconds to shut down, then its workers are
+        terminated: in CPython 3.11 a worker killed (by the OOM killer, say) while the pool shuts down can leave
+        ``ProcessPoolExecutor.shutdown(wait=True)`` waiting forever, and a run must not hang at a round's end.
+        """
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            closing = threading.Thread(target=executor.shutdown, kwargs={"wait": not cancel, "cancel_futures": cancel},
+                                       name="close-workers", daemon=True)
+            closing.start()
+            closing.join(CLOSE_TIMEOUT)
+            if closing.is_alive():
+                print(f"the labelling workers did not stop within {CLOSE_TIMEOUT:g} s; terminating them",
+                      file=sys.stderr, flush=True)
+                cancel = True
         if cancel:
             stop_stray_processes()  # a process pool's shutdown would wait for the shards being labelled
 
