@@ -44,10 +44,17 @@ def _commands() -> list[list[str]]:
     for block in re.findall(r"```bash\n(.*?)```", README, flags=re.DOTALL):
         for line in block.splitlines():
             for part in line.split("&&"):
-                words = [word.strip("[]") for word in shlex.split(part, comments=True)]
+                words = [_unbracket(word) for word in shlex.split(part, comments=True)]
                 if words:
                     commands.append(words)
     return commands
+
+
+def _unbracket(word: str) -> str:
+    """A word without the brackets that mark an optional part (``[--port``, ``8000]``), keeping a value's own
+    (``policy.net_arch=[64,64]``)."""
+    word = word.removeprefix("[")
+    return word[:-1] if word.endswith("]") and word.count("[") < word.count("]") else word
 
 
 def _entry_point(words: list[str]) -> tuple[str, list[str]] | None:
