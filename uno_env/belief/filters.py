@@ -15,6 +15,7 @@ from numba import njit
 
 from uno_env.belief.combinatorics import K_OFFSET, LOG_COMB
 from uno_env.belief.lazy import Depleted, HandStates, seeded_stream
+from uno_env.belief.lazy_events import apply_events, encode_events
 from uno_env.belief.tracker import Decision, PublicTracker, pool_of
 from uno_env.cards import (
     COLOURS,
@@ -253,6 +254,10 @@ class ParticleBelief(PublicTracker, _StatesBelief):
         ess_threshold: resample when ESS < ``ess_threshold * N``.
     """
 
+    #: Replay a view's events in one compiled call (:mod:`uno_env.belief.lazy_events`), the same particles as the
+    #: hooks make one event at a time; a subclass that overrides ``_apply`` or the hooks sets it False.
+    _compiled_replay = True
+
     def __init__(self, n_particles: int, rng: np.random.Generator, lazy: bool = True,
                  ess_threshold: float = 0.5) -> None:
         self.n_particles = n_particles
@@ -275,14 +280,44 @@ class ParticleBelief(PublicTracker, _StatesBelief):
 
     def update(self, view: PublicView) -> None:
         """Apply the view's events (everything public since the previous call)."""
-        for event in view.events:
-            try:
-                self._step(event)
-            except Depleted:
-                self._recover(event)
-            self._history.append(event)
+        events = view.events
+        encoded = encode_events(events) if self._compiled_replay and self.lazy else None
+        if encoded is None:
+            for event in events:
+                self._replay(event)
+        else:
+            self._replay_compiled(events, *encoded)
         self._verify(view)
         self._features = None
+
+    def _replay(self, event: Event) -> None:
+        """One event through the hooks, recovering if it kills every particle."""
+        try:
+            self._step(event)
+        except Depleted:
+            self._recover(event)
+        self._history.append(event)
+
+    def _replay_compiled(self, events: list[Event], heads: np.ndarray, cards: np.ndarray) -> None:
+        """:meth:`_replay` of every event, in one compiled call (:func:`~uno_env.belief.lazy_events.apply_events`)
+        until an event kills every particle; that one recovers through the hooks, then the call goes on."""
+        done = 0
+        while done < len(events):
+            states = self.states
+            if self._target > len(states.cnt_buf):  # a resampling would need more room: the hooks make it
+                self._replay(events[done])
+                done += 1
+                continue
+            public = np.array([self.top, self.colour, self.pending, self.opp_size, self.deck_size, self.my_size])
+            stop = apply_events(*states._args, self.pool, self.my_hand, self.discard, public, heads, cards, done,
+                                states.stream, self._target, self.ess_threshold * self._target)
+            self.top, self.colour, self.pending, self.opp_size, self.deck_size, self.my_size = public.tolist()
+            self._history += events[done:stop]
+            if stop < len(events):
+                self._recover(events[stop])
+                self._history.append(events[stop])
+                stop += 1
+            done = stop
 
     @property
     def ess(self) -> float:
