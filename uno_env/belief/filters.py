@@ -62,6 +62,10 @@ _POSITION_SETS = _position_sets()
 _SETS_TABLE = np.array([[_POSITION_SETS[colour, rank] > 0 for rank in range(NUM_COLOURED_RANKS + 2)]
                         for colour in range(4)])
 _COPIES = np.array(COPIES, dtype=np.int64)
+# No features wanted from a compiled update (ParticleBelief._replay_compiled).
+_NO_FEATURES = np.empty(0, np.float32)
+
+
 @njit(cache=True)
 def counting_features_into(hand: np.ndarray, discard: np.ndarray, opponent_hand_size: int, colour: int,
                            top_rank: int, out: np.ndarray) -> None:
@@ -268,6 +272,8 @@ class ParticleBelief(PublicTracker, _StatesBelief):
         self.fallbacks = 0
         self._public_only = False
         self._features = None
+        self._features_asked = False
+        self._out = np.empty(BELIEF_FEATURES, np.float32)
 
     def reset(self, view: PublicView) -> None:
         """Start from the seat's view right after the deal (or a scenario's start)."""
@@ -282,13 +288,22 @@ class ParticleBelief(PublicTracker, _StatesBelief):
         """Apply the view's events (everything public since the previous call)."""
         events = view.events
         encoded = encode_events(events) if self._compiled_replay and self.lazy else None
+        self._features = None
         if encoded is None:
             for event in events:
                 self._replay(event)
         else:
             self._replay_compiled(events, *encoded)
         self._verify(view)
-        self._features = None
+
+    def features(self) -> np.ndarray:
+        """The belief feature vector (float32, :data:`BELIEF_FEATURES`), documented in :func:`belief_features`.
+
+        A caller that asks for them after an update (the env, at every step) gets the next update's computed in
+        its compiled call (:meth:`_replay_compiled`); one that never asks (a planner) never pays for them.
+        """
+        self._features_asked = True
+        return super().features()
 
     def _replay(self, event: Event) -> None:
         """One event through the hooks, recovering if it kills every particle."""
@@ -301,23 +316,27 @@ class ParticleBelief(PublicTracker, _StatesBelief):
     def _replay_compiled(self, events: list[Event], heads: np.ndarray, cards: np.ndarray) -> None:
         """:meth:`_replay` of every event, in one compiled call (:func:`~uno_env.belief.lazy_events.apply_events`)
         until an event kills every particle; that one recovers through the hooks, then the call goes on."""
+        out = self._out if self._features_asked else _NO_FEATURES
+        self._features_asked = False
         done = 0
-        while done < len(events):
+        while True:
             states = self.states
             if self._target > len(states.cnt_buf):  # a resampling would need more room: the hooks make it
-                self._replay(events[done])
-                done += 1
-                continue
-            public = np.array([self.top, self.colour, self.pending, self.opp_size, self.deck_size, self.my_size])
-            stop = apply_events(*states._args, self.pool, self.my_hand, self.discard, public, heads, cards, done,
-                                states.stream, self._target, self.ess_threshold * self._target)
-            self.top, self.colour, self.pending, self.opp_size, self.deck_size, self.my_size = public.tolist()
+                for event in events[done:]:
+                    self._replay(event)
+                return
+            stop, self.top, self.colour, self.pending, self.opp_size, self.deck_size, self.my_size = apply_events(
+                *states._args, self.pool, self.my_hand, self.discard, heads, cards, done, self.top, self.colour,
+                self.pending, self.opp_size, self.deck_size, self.my_size, states.stream, self._target,
+                self.ess_threshold * self._target, _SETS_TABLE, out)
             self._history += events[done:stop]
-            if stop < len(events):
-                self._recover(events[stop])
-                self._history.append(events[stop])
-                stop += 1
-            done = stop
+            if stop == len(events):
+                if len(out):
+                    self._features = out
+                return
+            self._recover(events[stop])  # the event that killed every particle, as in _replay
+            self._history.append(events[stop])
+            done = stop + 1
 
     @property
     def ess(self) -> float:

@@ -11,7 +11,7 @@ bit; ``tests/test_belief_filters.py`` compares it with the event-by-event replay
 Events go in as two int64 arrays (:func:`encode_events`): a row ``(kind, player, value, extra)`` per event, where
 ``extra`` is the colour in force after a play and, for the tracking seat's draws, the offset of their cards in the
 second array. The public state the replay keeps (top card, colour in force, pending draw, the opponent's hand
-size, the deck size, our hand size) is an int64 array of :data:`PUBLIC_FIELDS`.
+size, the deck size, our hand size: :data:`PUBLIC_FIELDS`) goes in and comes back as ints.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from uno_env.belief.lazy_answers import features_into
 from uno_env.belief.lazy_rows import resample_below
 from uno_env.belief.lazy_updates import constrain, draw, own_draw, play, resolve_all
 from uno_env.cards import DRAW2, NUM_CARD_TYPES, NUM_COLOURED_RANKS, PLAYABLE, WILD, WILD_DRAW4
@@ -26,7 +27,7 @@ from uno_env.view import DRAW, PLAY, RESHUFFLE, Event
 
 _T = NUM_CARD_TYPES
 
-#: The public quantities of the replay, in the order of the ``public`` array.
+#: The public quantities of the replay, in the order :func:`apply_events` takes and returns them.
 PUBLIC_FIELDS = ("top", "colour", "pending", "opp_size", "deck_size", "my_size")
 
 
@@ -61,22 +62,34 @@ def encode_events(events: list[Event]) -> tuple[np.ndarray, np.ndarray] | None:
     return np.array(heads, np.int64), np.array(cards, np.int64)
 
 
+@njit(inline="always")
+def _rank(card: int) -> int:
+    """:func:`uno_env.cards.card_rank`, compiled."""
+    return card % NUM_COLOURED_RANKS if card < WILD else (13 if card == WILD else 14)
+
+
 @njit(cache=True)
 def apply_events(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, dom: np.ndarray,
-                 pool: np.ndarray, hand: np.ndarray, discard: np.ndarray, public: np.ndarray, heads: np.ndarray,
-                 cards: np.ndarray, first: int, stream: np.ndarray, target: int, threshold: float) -> int:
+                 pool: np.ndarray, hand: np.ndarray, discard: np.ndarray, heads: np.ndarray, cards: np.ndarray,
+                 first: int, top: int, colour: int, pending: int, opp_size: int, deck_size: int, my_size: int,
+                 stream: np.ndarray, target: int, threshold: float, sets: np.ndarray,
+                 features: np.ndarray) -> tuple[int, int, int, int, int, int, int]:
     """Replay events ``first, first + 1, ...`` of ``heads`` over the public state and the rows; returns how many
-    events were applied in all: all of them, or the index of the first one no row explains (the rows and the
-    public state then stand partly updated by it; the caller recovers from its snapshot).
+    events were applied in all (all of them, or the index of the first one no row explains: the rows and the
+    public state then stand partly updated by it, and the caller recovers from its snapshot), then the public
+    state after them (:data:`PUBLIC_FIELDS`). The tracker's arrays (``pool``, our ``hand``, the ``discard``
+    pile) are updated in place.
 
     Per event, what :meth:`ParticleBelief._step <uno_env.belief.filters.ParticleBelief>` does through the
     tracker's hooks: a play of the opponent resolves the played type; our draw weighs the rows card by card; the
     opponent's draw is constrained first when it was voluntary (no draw pending); a reshuffle resolves every row
     before the pool grows; after an event that reweighted, the rows are resampled to ``target`` particles if the
     ESS is below ``threshold``.
+
+    If every event was applied and ``features`` is not empty, the belief features of the final position go into
+    it (:func:`~uno_env.belief.lazy_answers.features_into` with ``sets[colour, top rank]``): the answer the
+    caller asks for after each update, without a second call.
     """
-    top, colour, pending, opp_size, deck_size, my_size = public[0], public[1], public[2], public[3], public[4], \
-        public[5]
     n_events = heads.shape[0] // 4
     done = first
     ok = True
@@ -114,8 +127,7 @@ def apply_events(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndar
                     break
             else:
                 if pending == 0:
-                    rank = top % NUM_COLOURED_RANKS if top < WILD else (13 if top == WILD else 14)
-                    ok = constrain(rows, cnt, w, meta, dom, pool, _PLAYABLE_MASKS[colour, rank])
+                    ok = constrain(rows, cnt, w, meta, dom, pool, _PLAYABLE_MASKS[colour, _rank(top)])
                     if not ok:
                         break
                     reweighted = True
@@ -136,6 +148,6 @@ def apply_events(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndar
         if reweighted:
             resample_below(rows, cnt, w, meta, target, threshold, stream)
         done += 1
-    public[0], public[1], public[2], public[3], public[4], public[5] = top, colour, pending, opp_size, deck_size, \
-        my_size
-    return done
+    if ok and features.shape[0] > 0:
+        features_into(rows, cnt, w, meta, dom, pool, sets[colour, _rank(top)], features)
+    return done, top, colour, pending, opp_size, deck_size, my_size
