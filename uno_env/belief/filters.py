@@ -320,15 +320,11 @@ class ParticleBelief(PublicTracker, _StatesBelief):
         self._features_asked = False
         done = 0
         while True:
-            states = self.states
-            if self._target > len(states.cnt_buf):  # a resampling would need more room: the hooks make it
+            if self._target > len(self.states.cnt_buf):  # a resampling would need more room: the hooks make it
                 for event in events[done:]:
                     self._replay(event)
                 return
-            stop, self.top, self.colour, self.pending, self.opp_size, self.deck_size, self.my_size = apply_events(
-                *states._args, self.pool, self.my_hand, self.discard, heads, cards, done, self.top, self.colour,
-                self.pending, self.opp_size, self.deck_size, self.my_size, states.stream, self._target,
-                self.ess_threshold * self._target, _SETS_TABLE, out)
+            stop = self._apply_compiled(heads, cards, done, out)
             self._history += events[done:stop]
             if stop == len(events):
                 if len(out):
@@ -392,10 +388,7 @@ class ParticleBelief(PublicTracker, _StatesBelief):
         for particles in (self.n_particles, 4 * self.n_particles):
             self._restore(self._initial)
             self._fresh_particles(particles)
-            try:
-                for event in events:
-                    self._step(event)
-            except Depleted:
+            if not self._rerun(events):
                 continue
             if particles != self.n_particles:
                 self._target = self.n_particles
@@ -413,6 +406,31 @@ class ParticleBelief(PublicTracker, _StatesBelief):
             self._restore(before)
             self._replay_public([failed])
             self._fresh_particles(self.n_particles)
+
+    def _rerun(self, events: list[Event]) -> bool:
+        """Apply ``events`` to the fresh particles of a recovery, without recovering; False if one kills them all.
+
+        In one compiled call when the update would make it (a long history replayed event by event spent as long
+        in the calls as in the kernels), else through the hooks."""
+        encoded = encode_events(events) if self._compiled_replay and self.lazy else None
+        if encoded is None:
+            try:
+                for event in events:
+                    self._step(event)
+            except Depleted:
+                return False
+            return True
+        return self._apply_compiled(*encoded, 0, _NO_FEATURES) == len(events)
+
+    def _apply_compiled(self, heads: np.ndarray, cards: np.ndarray, first: int, out: np.ndarray) -> int:
+        """:func:`~uno_env.belief.lazy_events.apply_events` on this filter from event ``first``: the public state
+        taken back, the number of events applied in all returned."""
+        states = self.states
+        stop, self.top, self.colour, self.pending, self.opp_size, self.deck_size, self.my_size = apply_events(
+            *states._args, self.pool, self.my_hand, self.discard, heads, cards, first, self.top, self.colour,
+            self.pending, self.opp_size, self.deck_size, self.my_size, states.stream, self._target,
+            self.ess_threshold * self._target, _SETS_TABLE, out)
+        return stop
 
     def _replay_public(self, events: list[Event]) -> None:
         """Replay events into the public state only, leaving the particles alone."""
