@@ -496,7 +496,7 @@ def test_mixture_finds_the_opponents_model(opponent, model):
     for seed in range(2):
         rng = np.random.default_rng(seed)
         game = Game.deal(rng, seed % 2)
-        policy = RandomPolicy()
+        policy = opponent()
         policy.reset(seed)
         mixture = MixtureBelief(200, np.random.default_rng(seed), (RandomModel(), RuleModel()))
         mixture.reset(game.observe(0))
