@@ -41,6 +41,7 @@ def _playable_masks() -> np.ndarray:
 
 
 _PLAYABLE_MASKS = _playable_masks()
+_NO_CARDS = np.empty(0, np.int64)  # most views hold no draw of ours: no array to build
 
 
 def encode_events(events: list[Event]) -> tuple[np.ndarray, np.ndarray] | None:
@@ -59,7 +60,7 @@ def encode_events(events: list[Event]) -> tuple[np.ndarray, np.ndarray] | None:
             heads += (kind, player, 0, 0)
         else:
             return None
-    return np.array(heads, np.int64), np.array(cards, np.int64)
+    return np.array(heads, np.int64), np.array(cards, np.int64) if cards else _NO_CARDS
 
 
 @njit(inline="always")
