@@ -86,8 +86,11 @@ def counting_features(pool: np.ndarray, n: int, top: int, colour: int) -> np.nda
 class TracedParticles(ParticleBelief):
     """A :class:`ParticleBelief` that sums ``1 / ESS`` over the events that lowered its ESS (module docstring).
 
-    ``inverse_ess`` starts at ``1 / N``: the multinomial splits of the particles are N draws themselves.
+    ``inverse_ess`` starts at ``1 / N``: the multinomial splits of the particles are N draws themselves. It reads the
+    ESS after each event, so it replays the events through the hooks, not in the one compiled call.
     """
+
+    _compiled_replay = False
 
     def reset(self, view: PublicView) -> None:
         self.inverse_ess = 1.0 / self.n_particles

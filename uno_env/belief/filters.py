@@ -15,6 +15,7 @@ from numba import njit
 
 from uno_env.belief.combinatorics import K_OFFSET, LOG_COMB
 from uno_env.belief.lazy import Depleted, HandStates, seeded_stream
+from uno_env.belief.lazy_events import apply_events, encode_events
 from uno_env.belief.tracker import Decision, PublicTracker, pool_of
 from uno_env.cards import (
     COLOURS,
@@ -61,6 +62,10 @@ _POSITION_SETS = _position_sets()
 _SETS_TABLE = np.array([[_POSITION_SETS[colour, rank] > 0 for rank in range(NUM_COLOURED_RANKS + 2)]
                         for colour in range(4)])
 _COPIES = np.array(COPIES, dtype=np.int64)
+# No features wanted from a compiled update (ParticleBelief._replay_compiled).
+_NO_FEATURES = np.empty(0, np.float32)
+
+
 @njit(cache=True)
 def counting_features_into(hand: np.ndarray, discard: np.ndarray, opponent_hand_size: int, colour: int,
                            top_rank: int, out: np.ndarray) -> None:
@@ -253,6 +258,10 @@ class ParticleBelief(PublicTracker, _StatesBelief):
         ess_threshold: resample when ESS < ``ess_threshold * N``.
     """
 
+    #: Replay a view's events in one compiled call (:mod:`uno_env.belief.lazy_events`), the same particles as the
+    #: hooks make one event at a time; a subclass that overrides ``_apply`` or the hooks sets it False.
+    _compiled_replay = True
+
     def __init__(self, n_particles: int, rng: np.random.Generator, lazy: bool = True,
                  ess_threshold: float = 0.5) -> None:
         self.n_particles = n_particles
@@ -263,6 +272,8 @@ class ParticleBelief(PublicTracker, _StatesBelief):
         self.fallbacks = 0
         self._public_only = False
         self._features = None
+        self._features_asked = False
+        self._out = np.empty(BELIEF_FEATURES, np.float32)
 
     def reset(self, view: PublicView) -> None:
         """Start from the seat's view right after the deal (or a scenario's start)."""
@@ -275,14 +286,53 @@ class ParticleBelief(PublicTracker, _StatesBelief):
 
     def update(self, view: PublicView) -> None:
         """Apply the view's events (everything public since the previous call)."""
-        for event in view.events:
-            try:
-                self._step(event)
-            except Depleted:
-                self._recover(event)
-            self._history.append(event)
-        self._verify(view)
+        events = view.events
+        encoded = encode_events(events) if self._compiled_replay and self.lazy else None
         self._features = None
+        if encoded is None:
+            for event in events:
+                self._replay(event)
+        else:
+            self._replay_compiled(events, *encoded)
+        self._verify(view)
+
+    def features(self) -> np.ndarray:
+        """The belief feature vector (float32, :data:`BELIEF_FEATURES`), documented in :func:`belief_features`.
+
+        A caller that asks for them after an update (the env, at every step) gets the next update's computed in
+        its compiled call (:meth:`_replay_compiled`); one that never asks (a planner) never pays for them.
+        """
+        self._features_asked = True
+        return super().features()
+
+    def _replay(self, event: Event) -> None:
+        """One event through the hooks, recovering if it kills every particle."""
+        try:
+            self._step(event)
+        except Depleted:
+            self._recover(event)
+        self._history.append(event)
+
+    def _replay_compiled(self, events: list[Event], heads: np.ndarray, cards: np.ndarray) -> None:
+        """:meth:`_replay` of every event, in one compiled call (:func:`~uno_env.belief.lazy_events.apply_events`)
+        until an event kills every particle; that one recovers through the hooks, then the call goes on."""
+        out = self._out if self._features_asked else _NO_FEATURES
+        self._features_asked = False
+        done = 0
+        while True:
+            if self._target > len(self.states.cnt_buf):  # a resampling would need more room: the hooks make it
+                for event in events[done:]:
+                    self._replay(event)
+                return
+            stop = self._apply_compiled(heads, cards, done, out)
+            self._history += events[done:stop]
+            if stop == len(events):
+                if len(out):
+                    self._features = out
+                return
+            self._recover(events[stop])  # the event that killed every particle, as in _replay
+            self._history.append(events[stop])
+            done = stop + 1
 
     @property
     def ess(self) -> float:
@@ -338,10 +388,7 @@ class ParticleBelief(PublicTracker, _StatesBelief):
         for particles in (self.n_particles, 4 * self.n_particles):
             self._restore(self._initial)
             self._fresh_particles(particles)
-            try:
-                for event in events:
-                    self._step(event)
-            except Depleted:
+            if not self._rerun(events):
                 continue
             if particles != self.n_particles:
                 self._target = self.n_particles
@@ -359,6 +406,31 @@ class ParticleBelief(PublicTracker, _StatesBelief):
             self._restore(before)
             self._replay_public([failed])
             self._fresh_particles(self.n_particles)
+
+    def _rerun(self, events: list[Event]) -> bool:
+        """Apply ``events`` to the fresh particles of a recovery, without recovering; False if one kills them all.
+
+        In one compiled call when the update would make it (a long history replayed event by event spent as long
+        in the calls as in the kernels), else through the hooks."""
+        encoded = encode_events(events) if self._compiled_replay and self.lazy else None
+        if encoded is None:
+            try:
+                for event in events:
+                    self._step(event)
+            except Depleted:
+                return False
+            return True
+        return self._apply_compiled(*encoded, 0, _NO_FEATURES) == len(events)
+
+    def _apply_compiled(self, heads: np.ndarray, cards: np.ndarray, first: int, out: np.ndarray) -> int:
+        """:func:`~uno_env.belief.lazy_events.apply_events` on this filter from event ``first``: the public state
+        taken back, the number of events applied in all returned."""
+        states = self.states
+        stop, self.top, self.colour, self.pending, self.opp_size, self.deck_size, self.my_size = apply_events(
+            *states._args, self.pool, self.my_hand, self.discard, heads, cards, first, self.top, self.colour,
+            self.pending, self.opp_size, self.deck_size, self.my_size, states.stream, self._target,
+            self.ess_threshold * self._target, _SETS_TABLE, out)
+        return stop
 
     def _replay_public(self, events: list[Event]) -> None:
         """Replay events into the public state only, leaving the particles alone."""

@@ -60,8 +60,9 @@ def play(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, dom
         m = row_pool(rows, s, order, start, pool, j)
         k = rows[s, _T + j]
         a = U[card] - rows[s, card]
+        most = min(a, k)  # more than a copies, or than k lazy cards, has probability exactly 0: no exp for it
         for g in range(MAX_COPIES + 1):
-            probs[s, g] = hyper(a, m, k, g)
+            probs[s, g] = hyper(a, m, k, g) if g <= most else 0.0
         if require and rows[s, card] < 1:
             probs[s, 0] = 0.0
             like[s] = probs[s].sum()
