@@ -132,9 +132,7 @@ class EngineDriver:
 def game_of(driver: Any) -> Game:
     """The driver's game as a ``Game`` (the compiled path rebuilds one from its packed state)."""
     env = driver.unwrapped
-    if isinstance(env, EngineDriver):
-        return env.game
-    return env._game if env._compiled is None else env._compiled.to_game()
+    return env.game if isinstance(env, EngineDriver) else env._table.to_game()
 
 
 def position(game: Game) -> tuple:
