@@ -45,6 +45,7 @@ LIKELIHOOD = ("tests/test_opponent_likelihood.py",)
 ENSEMBLE = ("tests/test_ensemble.py",)
 GUIDED = ("tests/test_guided_search.py",)
 SPECS = ("tests/test_specs_names.py",)
+CONSISTENCY = ("tests/test_consistency.py",)
 DEMOS = ("tests/test_train.py::test_demonstration_returns_are_the_teachers_seats_result",)
 GENERATIONS = ("tests/test_train.py::test_generations_are_gated_logged_and_fitted_on_a_window_of_rounds",)
 ROLLOUT, PRETRAIN = "train/training/rollout_values.py", "train/training/pretrain.py"
@@ -277,6 +278,43 @@ MUTATIONS: tuple[Mutation, ...] = (
              (("self.rewards[AGENTS[game.outcome]] = 1.0", "self.rewards[AGENTS[game.outcome]] = -1.0"),
               ("self.rewards[AGENTS[1 - game.outcome]] = -1.0", "self.rewards[AGENTS[1 - game.outcome]] = 1.0")),
              ENDINGS),
+    # --- issue 28, item 7: one driver's rule changed, the others not (each caught by tests/test_consistency.py)
+    Mutation("consistency", "Python engine: reverse does not skip", "uno_env/game.py",
+             (("after_play(card, seat, self.hand_sizes[seat])",
+               "after_play(card - 2 if _RANK[card] == 11 else card, seat, self.hand_sizes[seat])"),), CONSISTENCY),
+    Mutation("consistency", "Python engine: a +2 or +4 counts one card in the drawer's hand size", "uno_env/game.py",
+             (("        self.hand_sizes[seat] += count", "        self.hand_sizes[seat] += 1"),), CONSISTENCY),
+    Mutation("consistency", "Python engine: the agent's drawn cards logged in reverse order", "uno_env/game.py",
+             (("        drawn.reverse()", "        pass"),), CONSISTENCY),
+    Mutation("consistency", "single env: reward sign flipped", "uno_env/env.py",
+             (("else _REWARD[outcome]  #", "else -_REWARD[outcome]  #"),), CONSISTENCY),
+    Mutation("consistency", "single env: action_masks() offers draw always", "uno_env/env.py",
+             (("return self._table.action_mask().astype(bool)",
+               "return (self._table.action_mask() + (np.arange(61) == 60)).astype(bool)"),), CONSISTENCY),
+    Mutation("consistency", "Python single env: no new view after a forfeit", "uno_env/python_game.py",
+             (("        self.game.forfeit(AGENT)\n        self._observe()", "        self.game.forfeit(AGENT)"),),
+             CONSISTENCY),
+    Mutation("consistency", "compiled single env: a forced move takes a random word", "uno_env/single.py",
+             (("            if n == 1:  # a forced move", "            if n == 0:  # a forced move"),), CONSISTENCY),
+    Mutation("consistency", "compiled single env: drawn cards logged in reverse order", "uno_env/single.py",
+             (("state[core.DECK + deck_end - 1 - i]", "state[core.DECK + deck_end - count + i]"),), CONSISTENCY),
+    Mutation("consistency", "compiled rules: reverse does not skip", "uno_env/core.py",
+             (("_after_play(card, seat, state[HAND_SIZES + seat])",
+               "_after_play(card - 2 if _RANK_OF[card] == REVERSE else card, seat, state[HAND_SIZES + seat])"),),
+             CONSISTENCY),
+    Mutation("consistency", "compiled rules: red 0 legal without holding it (a mask bit)", "uno_env/core.py",
+             (("if playable[action] and state[hand + _ACTION_CARD[action]] > 0:",
+               "if playable[action] and (state[hand + _ACTION_CARD[action]] > 0 or action == 0):"),), CONSISTENCY),
+    Mutation("consistency", "compiled rules: a +2 or +4 counts one card in the drawer's hand size", "uno_env/core.py",
+             (("    state[HAND_SIZES + seat] += count", "    state[HAND_SIZES + seat] += 1"),), CONSISTENCY),
+    Mutation("consistency", "vector env: an opponent with two choices plays the first", "uno_env/vector.py",
+             (("        if n > 1:\n            if opponent != _COMPILED:",
+               "        if n > 2:\n            if opponent != _COMPILED:"),), CONSISTENCY),
+    Mutation("consistency", "vector env: every sub-env steps with sub-env 0's random stream", "uno_env/vector.py",
+             (("        stream = streams[i:i + 1]", "        stream = streams[0:1]"),), CONSISTENCY),
+    Mutation("consistency", "vector env: a finished game's mask all zero", "uno_env/vector.py",
+             (("    if n == 0:\n        mask[DRAW_ACTION] = 1", "    if n < 0:\n        mask[DRAW_ACTION] = 1"),),
+             CONSISTENCY),
     # --- issue 31: names of checkpoints, and shipped agents built from a spec
     Mutation("specs", "a run's best model labelled best_model", "train/specs.py",
              (("path.stem not in (\"model\", \"best_model\")", "path.stem != \"model\""),), SPECS, 31),

@@ -79,7 +79,7 @@ def test_env_observations_do_not_depend_on_hidden_state():
                     assert not terminated
                     record.append((obs.tolist(), repr(info)))
             runs.append(record)
-            assert not any(isinstance(x, Game) for x in reachable(env._view))
+            assert not any(isinstance(x, Game) for x in reachable(env._agent_view()))
         assert runs[0] == runs[1]
 
 # ---------------------------------------------------------------------------------------------- 7. random play

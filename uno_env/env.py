@@ -14,6 +14,7 @@ from uno_env.cards import NUM_ACTIONS, as_action
 from uno_env.game import Game, IllegalActionError
 from uno_env.observation import PRIVILEGED_HIGH, encode_privileged
 from uno_env.policy import Policy, make_policy
+from uno_env.python_game import PythonGame
 from uno_env.seat import Seat, start_game
 from uno_env.single import CompiledGame
 from uno_env.view import DRAWN, LOSS, WIN, PublicView, event_to_dict
@@ -118,9 +119,12 @@ class UnoEnv(gym.Env):
         self._opponent_seat = Seat(OPPONENT, self.opponent, n_particles=n_particles)
         # The compiled path (uno_env.single) plays the same games at about half the cost; it takes an opponent with a
         # compiled twin (random, rule), an agent without belief features (the tracker reads views) and no privileged
-        # channels (which read the Game). Otherwise the game is stepped in Python.
+        # channels (which read the Game). Otherwise the game is stepped in Python (uno_env.python_game). Both have the
+        # same methods, so the env's step, observation and mask are written once over either.
         twin = self._opponent_seat.compiled_twin() if belief == "none" and not privileged else None
         self._twin = None if twin is None else CompiledGame(*twin)
+        self._table: CompiledGame | PythonGame = (
+            self._twin if self._twin is not None else PythonGame(self._agent_seat, self._opponent_seat))
 
         self.action_space = spaces.Discrete(NUM_ACTIONS)
         channels = self._agent_seat.observer.channels()
@@ -132,10 +136,7 @@ class UnoEnv(gym.Env):
             high = high.astype(np.float32)
             self.observation_space = spaces.Box(0.0, high, (high.size,), np.float32)
 
-        self._game: Game | None = None  # the Python path's game
-        self._compiled: CompiledGame | None = None  # the compiled path's game
-        self._view: PublicView | None = None  # the Python path's agent view
-        self._obs: Any = None
+        self._obs: Any = None  # None until the first reset
         self._history: list[Any] = []
         self._window: Any = None  # the render_mode="human" window, opened by the first render()
 
@@ -154,47 +155,35 @@ class UnoEnv(gym.Env):
         # One game seed from the env's generator; the seat module derives the deal, the reshuffles and each
         # seat's policy and belief-tracker seeds from it, so every belief setting plays the same game.
         seats = (self._agent_seat, self._opponent_seat)
-        self._game = start_game(seats, int(self.np_random.integers(2**62)), first, scenario_game)
+        game = start_game(seats, int(self.np_random.integers(2**62)), first, scenario_game)
         self._history = []
-        if self._twin is not None:
-            self._compiled = self._twin
-            self._compiled.start(self._game)  # the opponent's moves if it starts
-            self._game = None  # the packed state is the game from here on
-            return self._observe_compiled(), self._compiled.info()
-        self._play_opponent()
-        return self._observe(), self._info()
+        self._table.start(game)  # the opponent's moves if it starts
+        return self._observe(), self._table.info()
 
     def step(self, action):
-        if self._compiled is not None:
-            return self._step_compiled(action)
-        game = self._game
-        if game is None:
+        if self._obs is None:
             raise RuntimeError("call reset() before step()")
+        table = self._table
         action = as_action(action)  # a TypeError for anything but an integer, whatever illegal_action says
-        if game.done:  # stepping a finished game changes nothing
-            return self._obs_copy(), 0.0, True, False, self._info()
-        if not game.is_legal(action):
+        if table.outcome is not None:  # stepping a finished game changes nothing
+            return self._obs_copy(), 0.0, True, False, table.info()
+        if not table.is_legal(action):
             if self.illegal_action == "raise":
-                raise IllegalActionError(game.illegal_reason(action))
-            game.forfeit(AGENT)
-            self._observe()
-            info = self._info()
+                raise IllegalActionError(table.to_game().illegal_reason(action))
+            table.forfeit()
+            info = table.info()
             info["illegal_action"] = True
-            return self._obs_copy(), -1.0, True, False, info
-        game.apply(action)  # checked just above
-        self._play_opponent()
-        obs = self._observe()
-        done = game.outcome is not None
-        reward = _REWARD[self._view.outcome] if done else 0.0
-        return obs, reward, done, False, self._view.to_info()
+            return self._observe(), -1.0, True, False, info
+        table.play(action)  # checked just above
+        outcome = table.outcome
+        reward = 0.0 if outcome is None else _REWARD[outcome]  # seat 0's outcome codes are WIN, LOSS, DRAWN
+        return self._observe(), reward, outcome is not None, False, table.info()
 
     def action_masks(self) -> np.ndarray:
         """Bool mask of the agent's legal actions (sb3-contrib's ``MaskablePPO`` calls this)."""
-        if self._compiled is not None:
-            return self._compiled.action_mask().astype(bool)
-        if self._view is None:
+        if self._obs is None:
             raise RuntimeError("call reset() before action_masks()")
-        return self._view.action_mask.astype(bool)
+        return self._table.action_mask().astype(bool)
 
     def render(self) -> str | np.ndarray | None:
         """The table from the agent's side as ``render_mode`` asks (None before the first reset, and for "human")."""
@@ -228,55 +217,24 @@ class UnoEnv(gym.Env):
         super().close()
 
     # ------------------------------------------------------------------ internals
-    def _step_compiled(self, action):
-        """:meth:`step` on the compiled path: the same checks, outcomes and ``info``."""
-        table = self._compiled
-        action = as_action(action)  # a TypeError for anything but an integer, whatever illegal_action says
-        if table.outcome is not None:  # stepping a finished game changes nothing
-            return self._obs_copy(), 0.0, True, False, table.info()
-        if not table.is_legal(action):
-            if self.illegal_action == "raise":
-                raise IllegalActionError(table.to_game().illegal_reason(action))
-            table.forfeit()
-            info = table.info()
-            info["illegal_action"] = True
-            return self._observe_compiled(), -1.0, True, False, info
-        table.play(action)
-        outcome = table.outcome
-        reward = 0.0 if outcome is None else _REWARD[outcome]  # seat 0's outcome codes are WIN, LOSS, DRAWN
-        return self._observe_compiled(), reward, outcome is not None, False, table.info()
-
-    def _observe_compiled(self) -> Any:
-        # The kernel rewrites its observation buffer only when the game moves, so the env keeps it (arranged as the
-        # observation space says: views into it, made again at every step since a pickled copy of a view is no view)
-        # and hands out copies.
-        self._obs = self._agent_seat.observer.arrange(self._compiled.obs)
-        self._history = self._history[-16:] + self._compiled.events
+    def _observe(self) -> Any:
+        # The engine holds the agent's base observation (the compiled kernel rewrites its buffer only when the game
+        # moves), so the env keeps it, arranged as the observation space says (views into it, made again at every
+        # step since a pickled copy of a view is no view), and hands out copies.
+        observer = self._agent_seat.observer
+        self._obs = observer.arrange(self._table.obs, observer.belief_features())
+        if self.privileged:
+            self._obs = np.concatenate((self._obs, encode_privileged(self._table.to_game(), AGENT)))
+        # Raw event tuples are kept whatever the render_mode (save_picture works in any mode), trimmed to what is
+        # drawn; they become dictionaries only when drawn, so training steps pay next to nothing.
+        self._history = self._history[-16:] + self._table.events
         if self.render_mode == "human":
             self.render()
         return self._obs_copy()
 
     def _agent_view(self) -> PublicView | None:
         """The agent's current view (None before the first reset); on the compiled path, rebuilt for pictures."""
-        return self._compiled.view() if self._compiled is not None else self._view
-
-    def _play_opponent(self) -> None:
-        game = self._game
-        seat = self._opponent_seat
-        while game.outcome is None and game.current == OPPONENT:
-            seat.play(game)
-
-    def _observe(self) -> Any:
-        self._view = self._agent_seat.observe(self._game)
-        self._obs = self._view.observation
-        if self.privileged:
-            self._obs = np.concatenate((self._obs, encode_privileged(self._game, AGENT)))
-        # Raw event tuples are kept whatever the render_mode (save_picture works in any mode), trimmed to what is
-        # drawn; they become dictionaries only when drawn, so training steps pay next to nothing.
-        self._history = self._history[-16:] + self._view.events
-        if self.render_mode == "human":
-            self.render()
-        return self._obs_copy()
+        return None if self._obs is None else self._table.view()
 
     def _obs_copy(self) -> Any:
         if isinstance(self._obs, dict):
@@ -285,7 +243,4 @@ class UnoEnv(gym.Env):
 
     def _recent_events(self) -> list[dict[str, Any]]:
         return [event_to_dict(event) for event in self._history[-8:]]
-
-    def _info(self) -> dict[str, Any]:
-        return self._view.to_info()
 

@@ -229,8 +229,11 @@ class SeatObserver:
 
     def encode(self, view: PublicView) -> np.ndarray | dict[str, np.ndarray]:
         """Encode a view (flat vector or dict of channels, as configured)."""
-        belief = self.tracker.features().astype(np.float32) if self.tracker is not None else None
-        return self.arrange(encode_base(view), belief)
+        return self.arrange(encode_base(view), self.belief_features())
+
+    def belief_features(self) -> np.ndarray | None:
+        """The tracker's features after the last view observed (float32), ``None`` without belief features."""
+        return self.tracker.features().astype(np.float32) if self.tracker is not None else None
 
     def arrange(self, base: np.ndarray, belief: np.ndarray | None = None) -> np.ndarray | dict[str, np.ndarray]:
         """The observation of a base encoding and belief features: flat, or a dict of views into them by channel."""
