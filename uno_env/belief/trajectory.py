@@ -43,10 +43,13 @@ Randomness: the kernels draw from a splitmix64 stream (:func:`uno_env.core.below
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
 from uno_env.belief.filters import feature_sets_at
+from uno_env.belief.learned import LEARNED_MODEL, LearnedOpponent
 from uno_env.belief.models import PLAIN_MODEL, RANDOM_MODEL, OpponentModel, action_likelihood
 from uno_env.belief.sampling import ess, seeded_stream, systematic_sources
 from uno_env.belief.tracker import Decision, PublicTracker
@@ -74,6 +77,48 @@ def _playable_type_table() -> np.ndarray:
 
 
 _PLAYABLE_TYPE = _playable_type_table()
+
+
+class Likelihood(NamedTuple):
+    """The opponent model of the kernels: a code of :func:`~uno_env.belief.models.action_likelihood`, or
+    :data:`~uno_env.belief.learned.LEARNED_MODEL` with the learned mixture's state (empty arrays otherwise)."""
+
+    code: int
+    #: The candidates' likelihood codes (K,).
+    codes: np.ndarray
+    #: The candidates' weights in force at each logged event (events capacity x K; set at the plays).
+    mix: np.ndarray
+    #: The current weights (K,), updated in place after each play.
+    weights: np.ndarray
+    #: The fixed share spread evenly after each update.
+    share: float
+    #: Scratch: each candidate's likelihood of the play integrated over the particles (K,).
+    sums: np.ndarray
+
+
+@njit(cache=True)
+def _play_likelihood(lik: Likelihood, log: np.ndarray, e: int, hand: np.ndarray, legal: np.ndarray) -> float:
+    """``pi_2`` of the play of event ``e`` given ``hand``: the model's, or the learned mixture with the weights
+    logged at ``e``."""
+    if lik.code != LEARNED_MODEL:
+        return action_likelihood(lik.code, hand, log[e, ACTION], log[e, COLOUR], log[e, RANK], log[e, OPP], legal)
+    like = 0.0
+    for k in range(len(lik.codes)):
+        like += lik.mix[e, k] * action_likelihood(lik.codes[k], hand, log[e, ACTION], log[e, COLOUR],
+                                                  log[e, RANK], log[e, OPP], legal)
+    return like
+
+
+@njit(cache=True)
+def _learn(lik: Likelihood) -> None:
+    """Bayes' rule for the candidates given the play just applied (``lik.sums``), then the fixed share."""
+    k = len(lik.codes)
+    total = 0.0
+    for i in range(k):
+        lik.weights[i] *= lik.sums[i]
+        total += lik.weights[i]
+    for i in range(k):
+        lik.weights[i] = (1.0 - lik.share) * lik.weights[i] / total + lik.share / k
 
 
 @njit(cache=True)
@@ -111,10 +156,16 @@ def _hand_before(log: np.ndarray, slots: np.ndarray, stop: int, hand: np.ndarray
 
 
 @njit(cache=True)
-def _apply(log: np.ndarray, e: int, slots: np.ndarray, hands: np.ndarray, w: np.ndarray, model: int,
+def _apply(log: np.ndarray, e: int, slots: np.ndarray, hands: np.ndarray, w: np.ndarray, lik: Likelihood,
            stream: np.ndarray, legal: np.ndarray) -> float:
-    """Event ``e`` for every live particle: draw its slot, or reweight it. Returns the total weight."""
+    """Event ``e`` for every live particle: draw its slot, or reweight it. Returns the total weight.
+
+    A play with a learned model also updates the model weights when some particle explains it."""
     kind = log[e, KIND]
+    learning = kind == PLAY_EVENT and lik.code == LEARNED_MODEL
+    if learning:
+        lik.mix[e] = lik.weights
+        lik.sums[:] = 0.0
     total = 0.0
     for p in range(len(w)):
         if w[p] == 0.0:
@@ -128,13 +179,24 @@ def _apply(log: np.ndarray, e: int, slots: np.ndarray, hands: np.ndarray, w: np.
             card = log[e, CARD]
             w[p] *= log[e, POOL + card] - hand[card]
         elif kind == PLAY_EVENT:
-            like = action_likelihood(model, hand, log[e, ACTION], log[e, COLOUR], log[e, RANK], log[e, OPP], legal)
+            if learning:  # the mixture, and each candidate's likelihood integrated over the particles
+                like = 0.0
+                for k in range(len(lik.codes)):
+                    like_k = action_likelihood(lik.codes[k], hand, log[e, ACTION], log[e, COLOUR], log[e, RANK],
+                                               log[e, OPP], legal)
+                    lik.sums[k] += w[p] * like_k
+                    like += lik.mix[e, k] * like_k
+            else:
+                like = action_likelihood(lik.code, hand, log[e, ACTION], log[e, COLOUR], log[e, RANK], log[e, OPP],
+                                         legal)
             w[p] *= like
             if like > 0.0:
                 hand[log[e, CARD]] -= 1
         elif _holds_playable(hand, log[e, COLOUR], log[e, RANK]):
             w[p] = 0.0
         total += w[p]
+    if learning and total > 0.0:
+        _learn(lik)
     return total
 
 
@@ -161,7 +223,7 @@ def _resample(w: np.ndarray, slots: np.ndarray, hands: np.ndarray, n_slots: int,
 
 @njit(cache=True)
 def _changed_factors(log: np.ndarray, start: int, stop: int, slots: np.ndarray, a: int, b: int, old: np.ndarray,
-                     new: np.ndarray, model: int, legal: np.ndarray) -> float:
+                     new: np.ndarray, lik: Likelihood, legal: np.ndarray) -> float:
     """Ratio of the posterior factors of events ``start..stop-1`` with hand ``new = old + b - a`` to ``old``.
 
     Both hands are advanced through the events; 0 as soon as the new hand contradicts an event.
@@ -180,12 +242,11 @@ def _changed_factors(log: np.ndarray, start: int, stop: int, slots: np.ndarray, 
                 old[x] += 1
                 new[x] += 1
         elif kind == PLAY_EVENT:
-            after = action_likelihood(model, new, log[e, ACTION], log[e, COLOUR], log[e, RANK], log[e, OPP], legal)
+            after = _play_likelihood(lik, log, e, new, legal)
             if after == 0.0:
                 return 0.0
-            if model == RANDOM_MODEL:  # the other models give 1 to every hand that explains the play
-                ratio *= after / action_likelihood(model, old, log[e, ACTION], log[e, COLOUR], log[e, RANK],
-                                                   log[e, OPP], legal)
+            if lik.code in (RANDOM_MODEL, LEARNED_MODEL):  # the others give 1 to every hand that explains the play
+                ratio *= after / _play_likelihood(lik, log, e, old, legal)
             card = log[e, CARD]
             old[card] -= 1
             new[card] -= 1
@@ -196,7 +257,7 @@ def _changed_factors(log: np.ndarray, start: int, stop: int, slots: np.ndarray, 
 
 @njit(cache=True)
 def _move(log: np.ndarray, n_events: int, slot_events: np.ndarray, n_slots: int, slots: np.ndarray,
-          hand: np.ndarray, model: int, stream: np.ndarray, old: np.ndarray, new: np.ndarray,
+          hand: np.ndarray, lik: Likelihood, stream: np.ndarray, old: np.ndarray, new: np.ndarray,
           legal: np.ndarray) -> bool:
     """One Metropolis-Hastings move of one particle (``slots``, current ``hand``): replace or swap (module doc)."""
     if n_slots < 2 or uniform(stream) < 0.5:
@@ -210,7 +271,7 @@ def _move(log: np.ndarray, n_events: int, slot_events: np.ndarray, n_slots: int,
         new[:] = old
         old[a] += 1
         new[b] += 1
-        ratio = _changed_factors(log, e_i + 1, n_events, slots, a, b, old, new, model, legal)
+        ratio = _changed_factors(log, e_i + 1, n_events, slots, a, b, old, new, lik, legal)
         if ratio == 0.0 or (ratio < 1.0 and uniform(stream) >= ratio):
             return False
         slots[i] = b
@@ -232,7 +293,7 @@ def _move(log: np.ndarray, n_events: int, slot_events: np.ndarray, n_slots: int,
     new[:] = old
     old[a] += 1
     new[b] += 1
-    ratio *= _changed_factors(log, e_i + 1, e_j, slots, a, b, old, new, model, legal)
+    ratio *= _changed_factors(log, e_i + 1, e_j, slots, a, b, old, new, lik, legal)
     if ratio == 0.0:
         return False
     after = log[e_j, POOL + a] - new[a]
@@ -247,32 +308,34 @@ def _move(log: np.ndarray, n_events: int, slot_events: np.ndarray, n_slots: int,
 
 @njit(cache=True)
 def _move_all(log: np.ndarray, n_events: int, slot_events: np.ndarray, n_slots: int, slots: np.ndarray,
-              hands: np.ndarray, model: int, moves: int, stream: np.ndarray, old: np.ndarray, new: np.ndarray,
+              hands: np.ndarray, lik: Likelihood, moves: int, stream: np.ndarray, old: np.ndarray,
+              new: np.ndarray,
               legal: np.ndarray, stats: np.ndarray) -> None:
     """``moves`` moves of every particle targeting the posterior of events ``0..n_events-1``."""
     if n_slots == 0:
         return
     for p in range(len(hands)):
         for _ in range(moves):
-            stats[ACCEPTED] += _move(log, n_events, slot_events, n_slots, slots[p], hands[p], model, stream, old,
+            stats[ACCEPTED] += _move(log, n_events, slot_events, n_slots, slots[p], hands[p], lik, stream, old,
                                      new, legal)
         stats[PROPOSED] += moves
 
 
 @njit(cache=True)
 def _rejuvenate(log: np.ndarray, n_events: int, slot_events: np.ndarray, n_slots: int, slots: np.ndarray,
-                hands: np.ndarray, w: np.ndarray, model: int, moves: int, stream: np.ndarray, slots_buf: np.ndarray,
+                hands: np.ndarray, w: np.ndarray, lik: Likelihood, moves: int, stream: np.ndarray,
+                slots_buf: np.ndarray,
                 hands_buf: np.ndarray, old: np.ndarray, new: np.ndarray, legal: np.ndarray,
                 stats: np.ndarray) -> None:
     """Resample, then :func:`_move_all`."""
     _resample(w, slots, hands, n_slots, slots_buf, hands_buf, stream)
     stats[RESAMPLES] += 1
-    _move_all(log, n_events, slot_events, n_slots, slots, hands, model, moves, stream, old, new, legal, stats)
+    _move_all(log, n_events, slot_events, n_slots, slots, hands, lik, moves, stream, old, new, legal, stats)
 
 
 @njit(cache=True)
 def _advance(log: np.ndarray, start: int, stop: int, slot_events: np.ndarray, slots: np.ndarray,
-             hands: np.ndarray, w: np.ndarray, model: int, moves: int, threshold: float, retries: int,
+             hands: np.ndarray, w: np.ndarray, lik: Likelihood, moves: int, threshold: float, retries: int,
              stream: np.ndarray, w_before: np.ndarray, slots_buf: np.ndarray, hands_buf: np.ndarray,
              old: np.ndarray, new: np.ndarray, legal: np.ndarray, stats: np.ndarray, evidence: np.ndarray) -> int:
     """Filter events ``start..stop-1``; returns -1, or the event no particle explains (weights as before it).
@@ -285,23 +348,23 @@ def _advance(log: np.ndarray, start: int, stop: int, slot_events: np.ndarray, sl
         n_slots += log[e, KIND] == SLOT_EVENT
     for e in range(start, stop):
         w_before[:] = w
-        total = _apply(log, e, slots, hands, w, model, stream, legal)
+        total = _apply(log, e, slots, hands, w, lik, stream, legal)
         tries = 0
         while total == 0.0:
             w[:] = w_before
             if tries == retries:
                 return e
             # The population still represents the posterior before e: moves diversify it, then e is retried.
-            _rejuvenate(log, e, slot_events, n_slots, slots, hands, w, model, moves, stream, slots_buf, hands_buf,
+            _rejuvenate(log, e, slot_events, n_slots, slots, hands, w, lik, moves, stream, slots_buf, hands_buf,
                         old, new, legal, stats)
             stats[RESCUES] += 1
-            total = _apply(log, e, slots, hands, w, model, stream, legal)
+            total = _apply(log, e, slots, hands, w, lik, stream, legal)
             tries += 1
         w /= total
         evidence[0] += np.log(total)
         n_slots += log[e, KIND] == SLOT_EVENT
         if _ess(w) < threshold * n:
-            _rejuvenate(log, e + 1, slot_events, n_slots, slots, hands, w, model, moves, stream, slots_buf,
+            _rejuvenate(log, e + 1, slot_events, n_slots, slots, hands, w, lik, moves, stream, slots_buf,
                         hands_buf, old, new, legal, stats)
     return -1
 
@@ -347,8 +410,10 @@ class TrajectoryBelief(PublicTracker):
     Args:
         n_particles: N.
         rng: the generator the kernels' stream is seeded from at each ``reset``.
-        model: the opponent model (``code`` of :mod:`uno_env.belief.models`), or ``None`` for the plain
-            likelihood (the hand held the card it played).
+        model: the opponent model (``code`` of :mod:`uno_env.belief.models`), a
+            :class:`~uno_env.belief.learned.LearnedOpponent` (a mixture over candidate models whose weights the
+            filter learns from the opponent's plays; ``model_weights()``), or ``None`` for the plain likelihood
+            (the hand held the card it played).
         moves: Metropolis-Hastings moves per particle after each resampling.
         ess_threshold: resample when ESS < ``ess_threshold * N``.
         retries: rounds of resample-move before an event no particle explains counts as a recovery.
@@ -357,12 +422,20 @@ class TrajectoryBelief(PublicTracker):
     ``fallbacks`` count the replays and the restarts from counting.
     """
 
-    def __init__(self, n_particles: int, rng: np.random.Generator, model: OpponentModel | None = None,
-                 moves: int = 40, ess_threshold: float = 0.5, retries: int = 3) -> None:
+    def __init__(self, n_particles: int, rng: np.random.Generator,
+                 model: OpponentModel | LearnedOpponent | None = None, moves: int = 40, ess_threshold: float = 0.5,
+                 retries: int = 3) -> None:
         self.n_particles = n_particles
         self.rng = rng
         self.model = model
         self.model_code = PLAIN_MODEL if model is None else model.code
+        learned = isinstance(model, LearnedOpponent)
+        self._codes = model.codes if learned else np.zeros(0, np.int64)
+        self._prior = model.prior if learned else np.zeros(0)
+        self._share = model.share if learned else 0.0
+        self._weights = self._prior.copy()
+        self._start_weights = self._prior
+        self._sums = np.zeros(len(self._codes))
         self.moves = moves
         self.ess_threshold = ess_threshold
         self.retries = retries
@@ -382,6 +455,7 @@ class TrajectoryBelief(PublicTracker):
         """Start from the seat's view right after the deal (or a scenario's start)."""
         self._start(view)
         self._stream = seeded_stream(self.rng)
+        self._start_weights = self._prior
         self._restart()
         self._forgotten = 0.0  # log-evidence of the events a fallback forgot
         self._run(fresh=True)
@@ -404,6 +478,7 @@ class TrajectoryBelief(PublicTracker):
             kept = self._log[keep_from:self._events].copy()
             size, pool = kept[0, HAND], kept[0, POOL:]
         self._log = np.zeros((64, LOG_WIDTH), np.int64)
+        self._mix = np.zeros((64, len(self._codes)))
         self._slot_events = np.zeros(16, np.int64)
         self._events = self._slots_used = 0
         self._slots = np.zeros((self.n_particles, 16), np.int8)
@@ -421,6 +496,7 @@ class TrajectoryBelief(PublicTracker):
         """Add an event row to the log (a slot gets the next slot index)."""
         if self._events == len(self._log):
             self._log = np.vstack((self._log, np.zeros_like(self._log)))
+            self._mix = np.vstack((self._mix, np.zeros_like(self._mix)))
         self._log[self._events] = row
         if row[KIND] == SLOT_EVENT:
             if self._slots_used == len(self._slot_events):
@@ -452,8 +528,9 @@ class TrajectoryBelief(PublicTracker):
             self._w = np.ones(self.n_particles)
             self._done = 0
             self._evidence[0] = 0.0
+            self._weights[:] = self._start_weights
         failed = _advance(self._log, self._done, self._events, self._slot_events, self._slots, self._hands, self._w,
-                          self.model_code, self.moves, self.ess_threshold, self.retries, self._stream,
+                          self.likelihood, self.moves, self.ess_threshold, self.retries, self._stream,
                           self._w_before, self._slots_buf, self._hands_buf, self._old, self._new, self._legal,
                           self._stats, self._evidence)
         self._done = self._events
@@ -474,6 +551,7 @@ class TrajectoryBelief(PublicTracker):
             # The evidence keeps the events before the failed one; the failed event, which none of N particles
             # explained, is charged the Monte Carlo bound 1/N (its likelihood may be 0: a model that is wrong).
             self._forgotten += self._evidence[0] - np.log(self.n_particles)
+            self._start_weights = self._weights.copy()  # what was learned of the opponent is kept
             self._restart(failed + 1 if failed == self._deal_size else failed)
             failed = self._run(fresh=True)
 
@@ -491,6 +569,16 @@ class TrajectoryBelief(PublicTracker):
             self._event(SLOT_EVENT, drawn=drawn)
 
     # ------------------------------------------------------------------ answers
+    @property
+    def likelihood(self) -> Likelihood:
+        """The opponent model as the kernels take it (its arrays are the filter's own)."""
+        return Likelihood(self.model_code, self._codes, self._mix, self._weights, self._share, self._sums)
+
+    def model_weights(self) -> np.ndarray | None:
+        """The learned weights of the candidate models (``model.candidates`` order) given the public history so far;
+        ``None`` unless the model is a :class:`~uno_env.belief.learned.LearnedOpponent`."""
+        return self._weights.copy() if isinstance(self.model, LearnedOpponent) else None
+
     @property
     def log_evidence(self) -> float:
         """Estimated log-likelihood of the public history under the model (up to a model-free constant).
