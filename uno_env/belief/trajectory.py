@@ -92,33 +92,77 @@ class Likelihood(NamedTuple):
     weights: np.ndarray
     #: The fixed share spread evenly after each update.
     share: float
-    #: Scratch: each candidate's likelihood of the play integrated over the particles (K,).
-    sums: np.ndarray
+    #: The candidates' prior weights (K,) of the current run.
+    prior: np.ndarray
+    #: Per particle, ``log prod_plays pi_k / pi_mix`` (N x K): its importance weight under candidate ``k``.
+    log_ratio: np.ndarray
+    #: Scratch: a copy of ``log_ratio`` while resampling (N x K), and each candidate's likelihood (K,).
+    ratio_buf: np.ndarray
+    scratch: np.ndarray
 
 
 @njit(cache=True)
 def _play_likelihood(lik: Likelihood, log: np.ndarray, e: int, hand: np.ndarray, legal: np.ndarray) -> float:
     """``pi_2`` of the play of event ``e`` given ``hand``: the model's, or the learned mixture with the weights
-    logged at ``e``."""
+    logged at ``e`` (each candidate's likelihood is left in ``lik.scratch``)."""
     if lik.code != LEARNED_MODEL:
         return action_likelihood(lik.code, hand, log[e, ACTION], log[e, COLOUR], log[e, RANK], log[e, OPP], legal)
     like = 0.0
     for k in range(len(lik.codes)):
-        like += lik.mix[e, k] * action_likelihood(lik.codes[k], hand, log[e, ACTION], log[e, COLOUR],
-                                                  log[e, RANK], log[e, OPP], legal)
+        lik.scratch[k] = action_likelihood(lik.codes[k], hand, log[e, ACTION], log[e, COLOUR], log[e, RANK],
+                                           log[e, OPP], legal)
+        like += lik.mix[e, k] * lik.scratch[k]
     return like
 
 
 @njit(cache=True)
-def _learn(lik: Likelihood) -> None:
-    """Bayes' rule for the candidates given the play just applied (``lik.sums``), then the fixed share."""
+def _add_log_ratios(lik: Likelihood, p: int, like: float) -> None:
+    """Add one play's ``log pi_k - log pi_mix`` (``lik.scratch``, ``like``) to particle ``p``'s log ratios."""
+    for k in range(len(lik.codes)):
+        lik.log_ratio[p, k] += np.log(lik.scratch[k]) - np.log(like) if lik.scratch[k] > 0.0 else -np.inf
+
+
+@njit(cache=True)
+def _log_ratios(log: np.ndarray, n_events: int, slots: np.ndarray, lik: Likelihood, p: int, hand: np.ndarray,
+                legal: np.ndarray) -> None:
+    """Particle ``p``'s log ratios over events ``0..n_events-1`` from its ``slots`` (after a move changed them)."""
+    lik.log_ratio[p] = 0.0
+    hand[:] = 0
+    for e in range(n_events):
+        kind = log[e, KIND]
+        if kind == SLOT_EVENT:
+            hand[slots[log[e, SLOT]]] += 1
+        elif kind == PLAY_EVENT:
+            _add_log_ratios(lik, p, _play_likelihood(lik, log, e, hand, legal))
+            hand[log[e, CARD]] -= 1
+
+
+@njit(cache=True)
+def _learn(lik: Likelihood, w: np.ndarray) -> None:
+    """The candidates' posterior weights given the plays so far, then the fixed share.
+
+    The particles (normalized weights ``w``) target the posterior under the logged mixtures, so the evidence of
+    candidate ``k`` relative to it is the mean of the importance weights ``prod_plays pi_k / pi_mix``:
+    ``W_k ∝ prior_k sum_p w_p exp(log_ratio[p, k])`` (a log-sum-exp per candidate)."""
     k = len(lik.codes)
-    total = 0.0
     for i in range(k):
-        lik.weights[i] *= lik.sums[i]
-        total += lik.weights[i]
+        top = -np.inf
+        for p in range(len(w)):
+            if w[p] > 0.0 and lik.log_ratio[p, i] > top:
+                top = lik.log_ratio[p, i]
+        total = 0.0
+        if top > -np.inf:
+            for p in range(len(w)):
+                if w[p] > 0.0:
+                    total += w[p] * np.exp(lik.log_ratio[p, i] - top)
+        lik.scratch[i] = np.log(lik.prior[i] * total) + top if total > 0.0 else -np.inf
+    top = lik.scratch[:k].max()
+    norm = 0.0
     for i in range(k):
-        lik.weights[i] = (1.0 - lik.share) * lik.weights[i] / total + lik.share / k
+        lik.weights[i] = np.exp(lik.scratch[i] - top)
+        norm += lik.weights[i]
+    for i in range(k):
+        lik.weights[i] = (1.0 - lik.share) * lik.weights[i] / norm + lik.share / k
 
 
 @njit(cache=True)
@@ -160,12 +204,12 @@ def _apply(log: np.ndarray, e: int, slots: np.ndarray, hands: np.ndarray, w: np.
            stream: np.ndarray, legal: np.ndarray) -> float:
     """Event ``e`` for every live particle: draw its slot, or reweight it. Returns the total weight.
 
-    A play with a learned model also updates the model weights when some particle explains it."""
+    A play with a learned model is weighed with the current candidate weights, logged with it, and adds to each
+    particle's log ratios."""
     kind = log[e, KIND]
     learning = kind == PLAY_EVENT and lik.code == LEARNED_MODEL
     if learning:
         lik.mix[e] = lik.weights
-        lik.sums[:] = 0.0
     total = 0.0
     for p in range(len(w)):
         if w[p] == 0.0:
@@ -179,24 +223,15 @@ def _apply(log: np.ndarray, e: int, slots: np.ndarray, hands: np.ndarray, w: np.
             card = log[e, CARD]
             w[p] *= log[e, POOL + card] - hand[card]
         elif kind == PLAY_EVENT:
-            if learning:  # the mixture, and each candidate's likelihood integrated over the particles
-                like = 0.0
-                for k in range(len(lik.codes)):
-                    like_k = action_likelihood(lik.codes[k], hand, log[e, ACTION], log[e, COLOUR], log[e, RANK],
-                                               log[e, OPP], legal)
-                    lik.sums[k] += w[p] * like_k
-                    like += lik.mix[e, k] * like_k
-            else:
-                like = action_likelihood(lik.code, hand, log[e, ACTION], log[e, COLOUR], log[e, RANK], log[e, OPP],
-                                         legal)
+            like = _play_likelihood(lik, log, e, hand, legal)
             w[p] *= like
             if like > 0.0:
                 hand[log[e, CARD]] -= 1
+                if learning:
+                    _add_log_ratios(lik, p, like)
         elif _holds_playable(hand, log[e, COLOUR], log[e, RANK]):
             w[p] = 0.0
         total += w[p]
-    if learning and total > 0.0:
-        _learn(lik)
     return total
 
 
@@ -208,8 +243,9 @@ def _ess(w: np.ndarray) -> float:
 
 @njit(cache=True)
 def _resample(w: np.ndarray, slots: np.ndarray, hands: np.ndarray, n_slots: int, slots_buf: np.ndarray,
-              hands_buf: np.ndarray, stream: np.ndarray) -> None:
-    """Systematic resampling to N equally weighted particles (in place, through the buffers)."""
+              hands_buf: np.ndarray, lik: Likelihood, stream: np.ndarray) -> None:
+    """Systematic resampling to N equally weighted particles (in place, through the buffers; the log ratios of
+    a learned model go with their particles)."""
     n = len(w)
     sources = np.empty(n, np.int64)
     systematic_sources(w, uniform(stream), sources)
@@ -218,6 +254,10 @@ def _resample(w: np.ndarray, slots: np.ndarray, hands: np.ndarray, n_slots: int,
         hands_buf[k] = hands[sources[k]]
     slots[:, :n_slots] = slots_buf[:, :n_slots]
     hands[:] = hands_buf
+    if lik.code == LEARNED_MODEL:
+        for k in range(n):
+            lik.ratio_buf[k] = lik.log_ratio[sources[k]]
+        lik.log_ratio[:] = lik.ratio_buf
     w[:] = 1.0 / n
 
 
@@ -315,9 +355,12 @@ def _move_all(log: np.ndarray, n_events: int, slot_events: np.ndarray, n_slots: 
     if n_slots == 0:
         return
     for p in range(len(hands)):
+        moved = 0
         for _ in range(moves):
-            stats[ACCEPTED] += _move(log, n_events, slot_events, n_slots, slots[p], hands[p], lik, stream, old,
-                                     new, legal)
+            moved += _move(log, n_events, slot_events, n_slots, slots[p], hands[p], lik, stream, old, new, legal)
+        if moved and lik.code == LEARNED_MODEL:
+            _log_ratios(log, n_events, slots[p], lik, p, old, legal)
+        stats[ACCEPTED] += moved
         stats[PROPOSED] += moves
 
 
@@ -328,7 +371,7 @@ def _rejuvenate(log: np.ndarray, n_events: int, slot_events: np.ndarray, n_slots
                 hands_buf: np.ndarray, old: np.ndarray, new: np.ndarray, legal: np.ndarray,
                 stats: np.ndarray) -> None:
     """Resample, then :func:`_move_all`."""
-    _resample(w, slots, hands, n_slots, slots_buf, hands_buf, stream)
+    _resample(w, slots, hands, n_slots, slots_buf, hands_buf, lik, stream)
     stats[RESAMPLES] += 1
     _move_all(log, n_events, slot_events, n_slots, slots, hands, lik, moves, stream, old, new, legal, stats)
 
@@ -362,6 +405,8 @@ def _advance(log: np.ndarray, start: int, stop: int, slot_events: np.ndarray, sl
             tries += 1
         w /= total
         evidence[0] += np.log(total)
+        if lik.code == LEARNED_MODEL and log[e, KIND] == PLAY_EVENT:
+            _learn(lik, w)
         n_slots += log[e, KIND] == SLOT_EVENT
         if _ess(w) < threshold * n:
             _rejuvenate(log, e + 1, slot_events, n_slots, slots, hands, w, lik, moves, stream, slots_buf,
@@ -435,7 +480,9 @@ class TrajectoryBelief(PublicTracker):
         self._share = model.share if learned else 0.0
         self._weights = self._prior.copy()
         self._start_weights = self._prior
-        self._sums = np.zeros(len(self._codes))
+        self._log_ratio = np.zeros((n_particles, len(self._codes)))
+        self._ratio_buf = np.zeros_like(self._log_ratio)
+        self._scratch = np.zeros(len(self._codes))
         self.moves = moves
         self.ess_threshold = ess_threshold
         self.retries = retries
@@ -529,6 +576,7 @@ class TrajectoryBelief(PublicTracker):
             self._done = 0
             self._evidence[0] = 0.0
             self._weights[:] = self._start_weights
+            self._log_ratio[:] = 0.0
         failed = _advance(self._log, self._done, self._events, self._slot_events, self._slots, self._hands, self._w,
                           self.likelihood, self.moves, self.ess_threshold, self.retries, self._stream,
                           self._w_before, self._slots_buf, self._hands_buf, self._old, self._new, self._legal,
@@ -572,12 +620,22 @@ class TrajectoryBelief(PublicTracker):
     @property
     def likelihood(self) -> Likelihood:
         """The opponent model as the kernels take it (its arrays are the filter's own)."""
-        return Likelihood(self.model_code, self._codes, self._mix, self._weights, self._share, self._sums)
+        return Likelihood(self.model_code, self._codes, self._mix, self._weights, self._share, self._start_weights,
+                          self._log_ratio, self._ratio_buf, self._scratch)
 
     def model_weights(self) -> np.ndarray | None:
         """The learned weights of the candidate models (``model.candidates`` order) given the public history so far;
         ``None`` unless the model is a :class:`~uno_env.belief.learned.LearnedOpponent`."""
         return self._weights.copy() if isinstance(self.model, LearnedOpponent) else None
+
+    def play_weights(self) -> np.ndarray | None:
+        """The candidates' weights in force at each opponent play the filter remembers (plays x K, in order): the
+        mixture each play was weighed with. ``None`` unless the model is learned. After a fallback, the plays before
+        the restart are forgotten (``fallbacks``)."""
+        if not isinstance(self.model, LearnedOpponent):
+            return None
+        plays = self._log[:self._done, KIND] == PLAY_EVENT
+        return self._mix[:self._done][plays].copy()
 
     @property
     def log_evidence(self) -> float:
