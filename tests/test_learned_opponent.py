@@ -17,10 +17,11 @@ from uno_env.view import PublicView
 
 
 class _Tracked:
-    """Plays ``policy`` and feeds ``belief`` this seat's views."""
+    """Plays ``policy`` and feeds ``belief`` this seat's views; keeps the least model weight seen after an update."""
 
     def __init__(self, policy: object, belief: TrajectoryBelief) -> None:
         self.policy, self.belief = policy, belief
+        self.least_weight = 1.0
 
     def reset(self, seed: int | None = None) -> None:
         self.policy.reset(seed)
@@ -30,6 +31,7 @@ class _Tracked:
 
     def act(self, view: PublicView) -> int:
         self.belief.update(view)
+        self.least_weight = min(self.least_weight, float(self.belief.model_weights().min()))
         return self.policy.act(view)
 
 
@@ -77,19 +79,20 @@ def test_weights_move_toward_the_model_that_generated_the_moves():
 
 
 def test_the_true_hand_is_never_impossible_in_soak_games():
-    """Soak: seeded games against a player that is mostly the rule player but often not. At every opponent play
-    the learned mixture, with the weights in force at that play, gives the opponent's true hand a positive
-    likelihood, and the filter never finds the history impossible (no fallback to card counting)."""
+    """Soak: seeded games against a player that is mostly the rule player but often not. No candidate's learned
+    weight ever reaches 0; at every opponent play the mixture the filter weighed it with gives the opponent's true
+    hand a positive likelihood; and the filter never finds the history impossible (no fallback to card
+    counting)."""
     plays = 0
     for seed in range(12):
         belief = TrajectoryBelief(200, np.random.default_rng(seed), model=LearnedOpponent())
-        opponent = _NoisyRule()
-        play_game((_Tracked(RulePolicy(), belief), opponent), 100 + seed, seed % 2)
+        opponent, tracked = _NoisyRule(), _Tracked(RulePolicy(), belief)
+        play_game((tracked, opponent), 100 + seed, seed % 2)
         assert belief.fallbacks == 0, f"seed {seed}: the filter found the history impossible"
+        assert tracked.least_weight > 0.0, f"seed {seed}: a candidate lost all its weight"
         weights = belief.play_weights()
         # The last plays may follow the tracked seat's last view: the filter has seen a prefix of them.
         assert 0 < len(weights) <= len(opponent.plays)
-        assert np.all(weights > 0.0)
         for mix, (hand, action, decision) in zip(weights, opponent.plays, strict=False):
             likelihood = sum(w * model.likelihood(hand[None], action, decision)[0]
                              for w, model in zip(mix, belief.model.candidates, strict=True))
@@ -129,3 +132,13 @@ def test_learned_setting_builds_the_learned_filter():
     assert np.allclose(belief.model_weights(), 0.5)
     told = make_belief("particles", n_particles=50, rng=np.random.default_rng(0), opponent_policy=RulePolicy())
     assert told.model_weights() is None
+
+
+def test_the_search_player_draws_its_worlds_from_the_learned_filter():
+    """``SearchPolicy(opponent_model="learned")`` plays with the learned filter as its tracker, told nothing."""
+    searcher = SearchPolicy(simulations=20, n_particles=100, opponent_model="learned")
+    play_game((searcher, RulePolicy()), 3, 0)
+    tracker = searcher._tracker
+    assert isinstance(tracker, TrajectoryBelief) and isinstance(tracker.model, LearnedOpponent)
+    assert searcher.opponent_policy is None and len(tracker.play_weights()) > 0
+    assert np.isclose(tracker.model_weights().sum(), 1.0)

@@ -204,12 +204,12 @@ def _apply(log: np.ndarray, e: int, slots: np.ndarray, hands: np.ndarray, w: np.
            stream: np.ndarray, legal: np.ndarray) -> float:
     """Event ``e`` for every live particle: draw its slot, or reweight it. Returns the total weight.
 
-    A play with a learned model is weighed with the current candidate weights, logged with it, and adds to each
+    A play with a learned model is weighed with the run's prior mixture, logged with it, and adds to each
     particle's log ratios."""
     kind = log[e, KIND]
     learning = kind == PLAY_EVENT and lik.code == LEARNED_MODEL
     if learning:
-        lik.mix[e] = lik.weights
+        lik.mix[e] = lik.prior
     total = 0.0
     for p in range(len(w)):
         if w[p] == 0.0:
@@ -623,6 +623,22 @@ class TrajectoryBelief(PublicTracker):
         return Likelihood(self.model_code, self._codes, self._mix, self._weights, self._share, self._start_weights,
                           self._log_ratio, self._ratio_buf, self._scratch)
 
+    def _answer_weights(self) -> np.ndarray:
+        """The particles' normalized weights in the answers. With a learned model, the Bayesian model average:
+        particle ``p`` gets ``sum_k W_k v_k(p)``, ``v_k`` the self-normalized importance weights of candidate
+        ``k``'s posterior (``w_p R_k(p)``; the particles target the prior mixture)."""
+        w = self._w / self._w.sum()
+        if not isinstance(self.model, LearnedOpponent):
+            return w
+        with np.errstate(divide="ignore"):
+            log_v = np.log(w)[:, None] + self._log_ratio
+        top = log_v.max(axis=0)
+        usable = np.isfinite(top)  # a candidate no particle explains has weight s / K at most: dropped here
+        v = np.exp(log_v[:, usable] - top[usable])
+        v /= v.sum(axis=0)
+        mixed = v @ (self._weights[usable] / self._weights[usable].sum())
+        return mixed / mixed.sum()
+
     def model_weights(self) -> np.ndarray | None:
         """The learned weights of the candidate models (``model.candidates`` order) given the public history so far;
         ``None`` unless the model is a :class:`~uno_env.belief.learned.LearnedOpponent`."""
@@ -656,7 +672,7 @@ class TrajectoryBelief(PublicTracker):
 
     def hands(self) -> tuple[np.ndarray, np.ndarray]:
         """The particles' current hands (N x 54) and normalized weights (read-only views)."""
-        return self._hands, self._w / self._w.sum()
+        return self._hands, self._answer_weights()
 
     def features(self) -> np.ndarray:
         """The belief features (float32, :data:`~uno_env.belief.filters.FEATURE_NAMES` order): expected counts,
@@ -664,32 +680,34 @@ class TrajectoryBelief(PublicTracker):
         if self._features is None:
             sets = feature_sets_at(self.top, self.colour).astype(np.bool_)
             expected, none = np.zeros(NUM_CARD_TYPES), np.zeros(sets.shape[1])
-            _summaries(self._hands, self._w, sets, expected, none)
+            _summaries(self._hands, self._answer_weights(), sets, expected, none)
             self._features = np.concatenate((expected, np.clip(1.0 - none, 0.0, 1.0))).astype(np.float32)
         return self._features.copy()
 
     def expected_counts(self) -> np.ndarray:
         """``E[count of each card type in the opponent's hand]``, float64 (54,)."""
         expected, none = np.zeros(NUM_CARD_TYPES), np.zeros(0)
-        _summaries(self._hands, self._w, np.zeros((NUM_CARD_TYPES, 0), np.bool_), expected, none)
+        _summaries(self._hands, self._answer_weights(), np.zeros((NUM_CARD_TYPES, 0), np.bool_), expected,
+                   none)
         return expected
 
     def prob_none(self, sets: np.ndarray) -> np.ndarray:
         """``P(the hand holds no card of set k)`` for each column of the (54 x K) boolean ``sets``."""
         expected, none = np.zeros(NUM_CARD_TYPES), np.zeros(sets.shape[1])
-        _summaries(self._hands, self._w, np.ascontiguousarray(sets, dtype=np.bool_), expected, none)
+        _summaries(self._hands, self._answer_weights(), np.ascontiguousarray(sets, dtype=np.bool_), expected,
+                   none)
         return none
 
     def marginals(self) -> np.ndarray:
         """``P(count of type t = x)``, (54, 5) for x = 0..4."""
-        return _marginals(self._hands, self._w)
+        return _marginals(self._hands, self._answer_weights())
 
     def log_prob(self, hand: np.ndarray) -> float:
         """``log P(opponent hand = hand)`` (54 counts): the weight of the particles holding exactly it."""
         match = (self._hands == np.asarray(hand)).all(axis=1)
-        mass = self._w[match].sum() / self._w.sum()
+        mass = self._answer_weights()[match].sum()
         return float(np.log(mass)) if mass > 0 else -np.inf
 
     def sample_hands(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` opponent hands (int64 rows of 54 counts) drawn from the particles by weight."""
-        return self._hands[rng.choice(self.n_particles, size=n, p=self._w / self._w.sum())].copy()
+        return self._hands[rng.choice(self.n_particles, size=n, p=self._answer_weights())].copy()
