@@ -5,24 +5,25 @@ which it must be told. :class:`LearnedOpponent` is told nothing about the oppone
 (:mod:`uno_env.belief.models`: the built-in ``rule`` player and the uniform ``random`` one by default) and
 prior weights, and the filter learns which candidate the opponent plays like while it tracks the hand:
 
-* at an opponent play ``a`` the filter's likelihood of a hypothesis (hand ``H``) is the mixture
-  ``pi_2(a | H) = sum_k W_k pi_k(a | H)``, with ``W`` the model weights before that play;
-* then each weight is updated by the likelihood of the play under its model *integrated over the particles*
-  (the filter's posterior over the hand just before the play): ``m_k = sum_p w_p pi_k(a | H_p)``,
-  ``W_k <- W_k m_k / sum_j W_j m_j`` (Bayes' rule for the model given the public history, with the hand
-  integrated out by the particles);
-* then a small *fixed share* of the weight is spread evenly over the candidates, ``W <- (1 - s) W + s / K``
-  (Herbster and Warmuth's fixed-share update), so a candidate that one play refuted (a rule-like player that
-  deviated once) can win back its weight, and no candidate's weight reaches 0.
+* at an opponent play ``a`` the filter weighs a hypothesis (hand ``H``) by the prior mixture
+  ``pi_mix(a | H) = sum_k prior_k pi_k(a | H)`` (logged with the play, so the resample-move moves target one
+  fixed posterior and keep their detailed balance); a history a candidate could have played is thereby favoured
+  over one it could not, whatever has been learned;
+* each particle carries, per candidate, the log of ``R_k = prod_plays pi_k / pi_mix`` along its own trajectory:
+  its importance weight for candidate ``k``'s posterior. After each play the candidates' weights are Bayes' rule
+  with the hand integrated out along the trajectories, ``W_k ∝ prior_k sum_p w_p R_k(p)``;
+* then a small share of the weight is spread evenly over the candidates, ``W <- (1 - s) W + s / K``: a floor
+  (``W`` is recomputed from the ratios at each play, so this is not a switching prior), which keeps every
+  candidate in the answers' average and the weights away from 0. A deterministic candidate that no history the
+  particles hold can reconcile with the plays (``rule`` after a play no hand makes it choose) stays at the floor:
+  Bayes' rule refutes it;
+* the answers (marginals, features, sampled hands) are the model average ``sum_k W_k`` (candidate ``k``'s
+  posterior by self-normalized importance weights ``w_p R_k(p)``).
 
-The weights in force at each play are logged with it, so the resample-move moves of the filter target one
-fixed posterior (the product of these mixtures over the plays) and keep their detailed balance. A uniform
-candidate (``random``: every legal action) must be among the candidates: it explains every play the hand can
-make, so the true hand is never ruled out, whatever the opponent does.
+A uniform candidate (``random``: every legal action) must be among the candidates: it explains every play the
+hand can make, so the true hand is never ruled out, whatever the opponent does.
 
-This is an approximation of the joint posterior over (model, hand): the weight of a model is updated with the
-hand integrated out, and each hypothesis is then weighed with the shared weights, not with the weights it would
-give the models itself. Its worth is measured in docs/BELIEF.md ("The learned opponent model").
+Its cost and worth are measured in docs/BELIEF.md ("The learned opponent model").
 """
 
 from __future__ import annotations
