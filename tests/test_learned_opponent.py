@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from belief_testlib import check_invariants
 
 from agents.search import SearchPolicy
 from uno_env.belief import LearnedOpponent, RandomModel, RuleModel, TrajectoryBelief, make_belief
@@ -17,11 +18,13 @@ from uno_env.view import PublicView
 
 
 class _Tracked:
-    """Plays ``policy`` and feeds ``belief`` this seat's views; keeps the least model weight seen after an update."""
+    """Plays ``policy`` and feeds ``belief`` this seat's views; keeps the least model weight seen after an update
+    and, with ``check``, checks every belief's invariants at each view."""
 
-    def __init__(self, policy: object, belief: TrajectoryBelief) -> None:
+    def __init__(self, policy: object, belief: TrajectoryBelief, check: bool = False) -> None:
         self.policy, self.belief = policy, belief
         self.least_weight = 1.0
+        self.check, self.rng = check, np.random.default_rng(0)
 
     def reset(self, seed: int | None = None) -> None:
         self.policy.reset(seed)
@@ -32,6 +35,8 @@ class _Tracked:
     def act(self, view: PublicView) -> int:
         self.belief.update(view)
         self.least_weight = min(self.least_weight, float(self.belief.model_weights().min()))
+        if self.check:  # the answers (the model average by importance weights) are a belief's
+            check_invariants(self.belief, view, self.rng)
         return self.policy.act(view)
 
 
@@ -82,11 +87,11 @@ def test_the_true_hand_is_never_impossible_in_soak_games():
     """Soak: seeded games against a player that is mostly the rule player but often not. No candidate's learned
     weight ever reaches 0; at every opponent play the mixture the filter weighed it with gives the opponent's true
     hand a positive likelihood; and the filter never finds the history impossible (no fallback to card
-    counting)."""
+    counting). The answers satisfy every belief's invariants (three of the games)."""
     plays = 0
     for seed in range(12):
         belief = TrajectoryBelief(200, np.random.default_rng(seed), model=LearnedOpponent())
-        opponent, tracked = _NoisyRule(), _Tracked(RulePolicy(), belief)
+        opponent, tracked = _NoisyRule(), _Tracked(RulePolicy(), belief, check=seed < 3)
         play_game((tracked, opponent), 100 + seed, seed % 2)
         assert belief.fallbacks == 0, f"seed {seed}: the filter found the history impossible"
         assert tracked.least_weight > 0.0, f"seed {seed}: a candidate lost all its weight"
