@@ -84,7 +84,7 @@ import numpy as np
 
 from agents.actor_kernels import actor_choice, forward
 from agents.search_kernels import deal_worlds, run_root, select_root
-from uno_env.belief import BeliefKind, make_belief
+from uno_env.belief import BeliefKind, LearnedOpponent, OpponentModelSetting, check_opponent_model, make_belief
 from uno_env.cards import COPIES, NUM_ACTIONS, NUM_CARD_TYPES
 from uno_env.core import DECK, DECK_LEN, HANDS, RANDOM_POLICY, RULE_POLICY, STATE_SIZE, pack_state, seed_stream
 from uno_env.game import Game
@@ -157,6 +157,10 @@ class SearchPolicy:
             policy's own move (the network's: its highest logit) by more than this many standard errors on shared
             worlds (``None``: always the search's).
         opponent_policy: passed to the particle filter for its optional policy-aware likelihood.
+        opponent_model: ``"told"`` (the model of ``opponent_policy``, if any) or ``"learned"`` (or a
+            :class:`~uno_env.belief.LearnedOpponent`): the particle filter learns the opponent's model from its
+            plays instead (:func:`uno_env.belief.make_belief`); needs ``belief="particles"`` and no
+            ``opponent_policy``.
         clock: seconds as a float; the time budget reads it (tests pass a fake clock).
         value: a network's critic (:func:`agents.compiled_actor.value_params`) that scores each simulation after
             ``leaf_moves`` of the searching seat's decisions; needs a network's actor as ``rollout``.
@@ -186,6 +190,7 @@ class SearchPolicy:
         tree_depth: int | None = 1,
         keep_default_z: float | None = 1.0,
         opponent_policy: Policy | None = None,
+        opponent_model: OpponentModelSetting | LearnedOpponent = "told",
         clock: Callable[[], float] = time.perf_counter,
         value: tuple | None = None,
         leaf_moves: int | None = None,
@@ -199,6 +204,7 @@ class SearchPolicy:
             raise ValueError(f"time_ms must be positive or None, got {time_ms!r}")
         if belief not in ("counting", "particles"):
             raise ValueError(f"belief must be 'counting' or 'particles', got {belief!r}")
+        check_opponent_model(belief, opponent_model, opponent_policy)
         self.simulations = simulations
         self.time_ms = time_ms
         self.belief = belief
@@ -224,6 +230,7 @@ class SearchPolicy:
         self.exploration = exploration
         self.keep_default_z = keep_default_z
         self.opponent_policy = opponent_policy
+        self.opponent_model = opponent_model
         self.clock = clock
         self.last_simulations = 0
         self.last_root: dict[int, tuple[int, float]] = {}
@@ -250,7 +257,7 @@ class SearchPolicy:
     def observe_start(self, view: PublicView) -> None:
         """Start the belief from this seat's view right after the deal (the optional Policy hook)."""
         self._tracker = make_belief(self.belief, n_particles=self.n_particles, rng=self._belief_rng,
-                                    opponent_policy=self.opponent_policy)
+                                    opponent_policy=self.opponent_policy, opponent_model=self.opponent_model)
         self._tracker.reset(view)
 
     def act(self, view: PublicView) -> int:

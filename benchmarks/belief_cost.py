@@ -13,8 +13,10 @@
 The env's particle filter uses the plain likelihood (it does not model its opponent). ``--aware`` adds per-view
 rows for the policy-aware filter (:mod:`uno_env.belief.models`), built as ``make_belief(..., opponent_policy=...)``
 with the opponent's policy, and a table of what that filter did per game (resamplings, moves proposed and
-accepted, rescues, recoveries, fallbacks). Each figure is the best of ``--repeats`` runs (slower runs measure
-other load on the machine). Results go to stdout as Markdown tables (docs/BENCHMARKS.md).
+accepted, rescues, recoveries, fallbacks). ``--learned`` adds per-view rows for the filter that learns its opponent's
+model instead (``make_belief(..., opponent_model="learned")``, :mod:`uno_env.belief.learned`), which the env cannot
+use: its cost per view is the whole of what it would add to a step. Each figure is the best of ``--repeats`` runs
+(slower runs measure other load on the machine). Results go to stdout as Markdown tables (docs/BENCHMARKS.md).
 
 ``--clock cpu`` times with the CPU time of the benchmark's thread (``time.thread_time``) instead of the wall
 clock: on a machine shared with other busy processes the wall times of these short measurements swing by a
@@ -140,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--particles", type=int, nargs="+", default=[100, 1000, 10000])
     parser.add_argument("--opponents", nargs="+", default=["random", "rule"], choices=["random", "rule"])
     parser.add_argument("--aware", action="store_true", help="also time the policy-aware filter per view")
+    parser.add_argument("--learned", action="store_true", help="also time the learned-model filter per view")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="wall clock (default) or the CPU time of the thread (steadier on a shared machine)")
@@ -160,14 +163,16 @@ def main(argv: list[str] | None = None) -> int:
     for rival in args.opponents:
         games = record_views(rival, args.games, args.seed)
         views = sum(len(game) - 1 for game in games) / len(games)
-        trackers = [(kind, n, False) for kind, n in kinds[1:]]
-        trackers += [("particles", n, True) for n in args.particles] if args.aware else []
-        for kind, n, aware in trackers:
-            def make(kind: str = kind, n: int = n, aware: bool = aware, rival: str = rival) -> object:
+        trackers = [(kind, n, "") for kind, n in kinds[1:]]
+        trackers += [("particles", n, "policy-aware") for n in args.particles] if args.aware else []
+        trackers += [("particles", n, "learned") for n in args.particles] if args.learned else []
+        for kind, n, model in trackers:
+            def make(kind: str = kind, n: int = n, model: str = model, rival: str = rival) -> object:
                 return make_belief(kind, n_particles=n, rng=np.random.default_rng(args.seed),
-                                   opponent_policy=make_policy(rival) if aware else None)
+                                   opponent_policy=make_policy(rival) if model == "policy-aware" else None,
+                                   opponent_model="learned" if model == "learned" else "told")
             update, features = min((per_view(make, games, clock) for _ in range(args.repeats)), key=sum)
-            label = kind if kind == "counting" else f"particles N={n}" + (", policy-aware" if aware else "")
+            label = kind if kind == "counting" else f"particles N={n}" + (f", {model}" if model else "")
             print(f"| {rival} | {label} | {update:,.0f} | {features:,.0f} | {views:.1f} |", flush=True)
         if args.aware:
             for n in args.particles:

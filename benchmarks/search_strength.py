@@ -7,8 +7,9 @@
 
 Every cell plays ``--pairs`` deal pairs (:func:`train.evaluation.matches.deal_seeds`): each deal is played twice with
 the seats swapped. The same deals are used in every cell, so cells are comparable deal by deal. A
-player is the search player with a belief (``counting``, ``particles``), the ``oracle``
-(:class:`agents.search.OracleSearchPolicy`, which sees the opponent's hand: the ceiling of a perfect
+player is the search player with a belief (``counting``, ``particles``; ``aware``: the policy-aware filter told
+the opponent's model; ``learned``: the filter that learns the opponent's model, :mod:`uno_env.belief.learned`), the
+``oracle`` (:class:`agents.search.OracleSearchPolicy`, which sees the opponent's hand: the ceiling of a perfect
 belief at the same budget), or ``uniform`` (:class:`UniformSearchPolicy`, which ignores every event: the
 floor). Where a belief lands between floor and ceiling is how much of the information gap it closes.
 Scores count a win as 1 and a draw as 1/2; the 95% CI is the evaluation harness's paired t-interval over
@@ -46,6 +47,7 @@ from typing import Any
 
 import numpy as np
 import torch
+import unseen_opponents  # noqa: F401 (registers the unseen-style opponents' names)
 
 from agents.compiled_actor import actor_params, value_params
 from agents.ppo import PPOPolicy
@@ -57,7 +59,7 @@ from uno_env.match import play_game
 from uno_env.policy import make_policy
 from uno_env.view import PublicView
 
-PLAYERS = ("uniform", "counting", "particles", "aware", "oracle")
+PLAYERS = ("uniform", "counting", "particles", "aware", "learned", "oracle")
 
 
 class UniformSearchPolicy(SearchPolicy):
@@ -115,6 +117,8 @@ def play_cell(player: str, opponent: str, budget: dict[str, Any], seeds: np.ndar
         searcher = UniformSearchPolicy(**args)
     elif player == "aware":  # told the opponent's policy: its worlds come from the policy-aware belief
         searcher = SearchPolicy(belief="particles", opponent_policy=make_policy(opponent), **args)
+    elif player == "learned":  # not told: its worlds come from the filter with the learned opponent model
+        searcher = SearchPolicy(belief="particles", opponent_model="learned", **args)
     else:
         searcher = SearchPolicy(belief=player, **args)
     scores = np.empty((len(seeds), 2))

@@ -160,7 +160,7 @@ def test_moves_alone_reach_the_exact_posterior(model, policy, seed):
     pf._w[:] = 1.0
     pf._features = None
     assert np.abs(particle_summary(pf) - values).max() > 0.3, "the degenerate start is far from the posterior"
-    _move_all(pf._log, pf._events, pf._slot_events, pf._slots_used, pf._slots, pf._hands, pf.model_code, 200,
+    _move_all(pf._log, pf._events, pf._slot_events, pf._slots_used, pf._slots, pf._hands, pf.likelihood, 200,
               pf._stream, pf._old, pf._new, pf._legal, pf._stats)
     pf._features = None
     tolerance = Z * np.sqrt(np.maximum(variances, 0.0) / pf.n_particles) + 1e-6

@@ -9,7 +9,8 @@ Three settings (the env option ``belief``):
   which also learns from what the opponent did: the cards it played, the draws that show it had no playable
   card, our own draws, reshuffles. When the opponent's policy is known (:mod:`uno_env.belief.models`),
   :func:`make_belief` gives the policy-aware :class:`TrajectoryBelief` instead (trajectory particles with
-  resample-move, :mod:`uno_env.belief.trajectory`).
+  resample-move, :mod:`uno_env.belief.trajectory`); with ``opponent_model="learned"`` it gives that filter
+  with a model of the opponent learned from its plays, not told (:mod:`uno_env.belief.learned`).
 
 Every tracker sees only :class:`~uno_env.view.PublicView` objects of its seat (``reset`` with the view right
 after the deal, then ``update`` with each later view), never the game: leakage of hidden state is
@@ -27,6 +28,7 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
+from uno_env.belief import models
 from uno_env.belief.exact import ExactBelief
 from uno_env.belief.filters import (
     BELIEF_FEATURES,
@@ -38,22 +40,51 @@ from uno_env.belief.filters import (
     belief_features,
     counting_features_into,
 )
+from uno_env.belief.learned import LearnedOpponent
 from uno_env.belief.models import OpponentModel, RandomModel, RuleModel, opponent_model
 from uno_env.belief.trajectory import TrajectoryBelief
 
 #: The belief settings, the one definition: what a seat's observer tracks about the opponent's hand.
 BeliefKind = Literal["none", "counting", "particles"]
 BELIEF_KINDS: tuple[BeliefKind, ...] = get_args(BeliefKind)
+#: Where a particle belief's opponent model comes from: ``"told"``, the model of the ``opponent_policy`` it is
+#: given (none: the plain likelihood); ``"learned"``, learned from the opponent's plays (:class:`LearnedOpponent`).
+OpponentModelSetting = Literal["told", "learned"]
+OPPONENT_MODELS: tuple[OpponentModelSetting, ...] = get_args(OpponentModelSetting)
 
 __all__ = [
-    "BELIEF_FEATURES", "BELIEF_KINDS", "FEATURE_NAMES", "Belief", "BeliefKind", "CountingBelief", "ExactBelief",
-    "NoBelief", "OpponentModel", "ParticleBelief", "RandomModel", "RuleModel", "TrajectoryBelief", "belief_features",
+    "BELIEF_FEATURES", "BELIEF_KINDS", "FEATURE_NAMES", "OPPONENT_MODELS", "Belief", "BeliefKind", "CountingBelief",
+    "ExactBelief", "LearnedOpponent", "NoBelief", "OpponentModel", "OpponentModelSetting", "ParticleBelief",
+    "RandomModel", "RuleModel", "TrajectoryBelief", "belief_features", "check_opponent_model",
     "counting_features_into", "make_belief", "opponent_model",
 ]
 
 
+def check_opponent_model(kind: str, setting: Any, opponent_policy: Any = None) -> LearnedOpponent | None:
+    """The learned model a belief setting asks for (``None`` for ``"told"``), or a one-line ``ValueError``.
+
+    ``setting`` is ``"told"``, ``"learned"`` (a :class:`LearnedOpponent` with its default candidates) or a
+    :class:`LearnedOpponent`; a learned model needs ``kind == "particles"`` and no ``opponent_policy`` (it is
+    not told the opponent).
+    """
+    if isinstance(setting, str) and setting == "told":
+        return None
+    if isinstance(setting, str) and setting == "learned":
+        learned = LearnedOpponent()
+    elif isinstance(setting, LearnedOpponent):
+        learned = setting
+    else:
+        raise ValueError(f"unknown opponent_model {setting!r}; expected one of "
+                         f"{', '.join(map(repr, OPPONENT_MODELS))} or a LearnedOpponent")
+    if kind != "particles":
+        raise ValueError(f"a learned opponent model needs belief 'particles', got {kind!r}")
+    if opponent_policy is not None:
+        raise ValueError("a learned opponent model is not told the opponent: pass opponent_policy=None")
+    return learned
+
+
 def make_belief(kind: BeliefKind, *, n_particles: int = 1000, rng: np.random.Generator,
-                opponent_policy: Any = None) -> Belief:
+                opponent_policy: Any = None, opponent_model: OpponentModelSetting | LearnedOpponent = "told") -> Belief:
     """A belief tracker of the given kind (:data:`BELIEF_KINDS`).
 
     Args:
@@ -64,10 +95,13 @@ def make_belief(kind: BeliefKind, *, n_particles: int = 1000, rng: np.random.Gen
             finds its model (a policy carrying its ``likelihood_model``, as the built-in ``random`` and
             ``rule`` do, or any :class:`~uno_env.belief.models.OpponentModel`), ``"particles"`` is the
             policy-aware :class:`TrajectoryBelief`; otherwise the lazy plain-likelihood :class:`ParticleBelief`.
+        opponent_model: ``"told"`` (the above), or ``"learned"`` / a :class:`LearnedOpponent`: the
+            :class:`TrajectoryBelief` with an opponent model learned from the plays (:func:`check_opponent_model`).
 
     Raises:
-        ValueError: naming the unknown kind or the invalid ``n_particles``.
+        ValueError: naming the unknown kind, the invalid ``n_particles`` or the bad ``opponent_model``.
     """
+    learned = check_opponent_model(kind, opponent_model, opponent_policy)
     if kind == "none":
         return NoBelief()
     if kind == "counting":
@@ -75,7 +109,7 @@ def make_belief(kind: BeliefKind, *, n_particles: int = 1000, rng: np.random.Gen
     if kind == "particles":
         if not isinstance(n_particles, int | np.integer) or isinstance(n_particles, bool) or n_particles < 1:
             raise ValueError(f"n_particles must be a positive int, got {n_particles!r}")
-        model = opponent_model(opponent_policy)
+        model = learned or models.opponent_model(opponent_policy)  # the argument hides the function
         if model is not None:
             return TrajectoryBelief(int(n_particles), rng, model=model)
         return ParticleBelief(int(n_particles), rng)

@@ -43,10 +43,13 @@ Randomness: the kernels draw from a splitmix64 stream (:func:`uno_env.core.below
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
 from uno_env.belief.filters import feature_sets_at
+from uno_env.belief.learned import LEARNED_MODEL, LearnedOpponent
 from uno_env.belief.models import PLAIN_MODEL, RANDOM_MODEL, OpponentModel, action_likelihood
 from uno_env.belief.sampling import ess, seeded_stream, systematic_sources
 from uno_env.belief.tracker import Decision, PublicTracker
@@ -74,6 +77,92 @@ def _playable_type_table() -> np.ndarray:
 
 
 _PLAYABLE_TYPE = _playable_type_table()
+
+
+class Likelihood(NamedTuple):
+    """The opponent model of the kernels: a code of :func:`~uno_env.belief.models.action_likelihood`, or
+    :data:`~uno_env.belief.learned.LEARNED_MODEL` with the learned mixture's state (empty arrays otherwise)."""
+
+    code: int
+    #: The candidates' likelihood codes (K,).
+    codes: np.ndarray
+    #: The candidates' weights in force at each logged event (events capacity x K; set at the plays).
+    mix: np.ndarray
+    #: The current weights (K,), updated in place after each play.
+    weights: np.ndarray
+    #: The fixed share spread evenly after each update.
+    share: float
+    #: The candidates' prior weights (K,) of the current run.
+    prior: np.ndarray
+    #: Per particle, ``log prod_plays pi_k / pi_mix`` (N x K): its importance weight under candidate ``k``.
+    log_ratio: np.ndarray
+    #: Scratch: a copy of ``log_ratio`` while resampling (N x K), and each candidate's likelihood (K,).
+    ratio_buf: np.ndarray
+    scratch: np.ndarray
+
+
+@njit(cache=True)
+def _play_likelihood(lik: Likelihood, log: np.ndarray, e: int, hand: np.ndarray, legal: np.ndarray) -> float:
+    """``pi_2`` of the play of event ``e`` given ``hand``: the model's, or the learned mixture with the weights
+    logged at ``e`` (each candidate's likelihood is left in ``lik.scratch``)."""
+    if lik.code != LEARNED_MODEL:
+        return action_likelihood(lik.code, hand, log[e, ACTION], log[e, COLOUR], log[e, RANK], log[e, OPP], legal)
+    like = 0.0
+    for k in range(len(lik.codes)):
+        lik.scratch[k] = action_likelihood(lik.codes[k], hand, log[e, ACTION], log[e, COLOUR], log[e, RANK],
+                                           log[e, OPP], legal)
+        like += lik.mix[e, k] * lik.scratch[k]
+    return like
+
+
+@njit(cache=True)
+def _add_log_ratios(lik: Likelihood, p: int, like: float) -> None:
+    """Add one play's ``log pi_k - log pi_mix`` (``lik.scratch``, ``like``) to particle ``p``'s log ratios."""
+    for k in range(len(lik.codes)):
+        lik.log_ratio[p, k] += np.log(lik.scratch[k]) - np.log(like) if lik.scratch[k] > 0.0 else -np.inf
+
+
+@njit(cache=True)
+def _log_ratios(log: np.ndarray, n_events: int, slots: np.ndarray, lik: Likelihood, p: int, hand: np.ndarray,
+                legal: np.ndarray) -> None:
+    """Particle ``p``'s log ratios over events ``0..n_events-1`` from its ``slots`` (after a move changed them)."""
+    lik.log_ratio[p] = 0.0
+    hand[:] = 0
+    for e in range(n_events):
+        kind = log[e, KIND]
+        if kind == SLOT_EVENT:
+            hand[slots[log[e, SLOT]]] += 1
+        elif kind == PLAY_EVENT:
+            _add_log_ratios(lik, p, _play_likelihood(lik, log, e, hand, legal))
+            hand[log[e, CARD]] -= 1
+
+
+@njit(cache=True)
+def _learn(lik: Likelihood, w: np.ndarray) -> None:
+    """The candidates' posterior weights given the plays so far, then the fixed share.
+
+    The particles (normalized weights ``w``) target the posterior under the logged mixtures, so the evidence of
+    candidate ``k`` relative to it is the mean of the importance weights ``prod_plays pi_k / pi_mix``:
+    ``W_k ∝ prior_k sum_p w_p exp(log_ratio[p, k])`` (a log-sum-exp per candidate)."""
+    k = len(lik.codes)
+    for i in range(k):
+        top = -np.inf
+        for p in range(len(w)):
+            if w[p] > 0.0 and lik.log_ratio[p, i] > top:
+                top = lik.log_ratio[p, i]
+        total = 0.0
+        if top > -np.inf:
+            for p in range(len(w)):
+                if w[p] > 0.0:
+                    total += w[p] * np.exp(lik.log_ratio[p, i] - top)
+        lik.scratch[i] = np.log(lik.prior[i] * total) + top if total > 0.0 else -np.inf
+    top = lik.scratch[:k].max()
+    norm = 0.0
+    for i in range(k):
+        lik.weights[i] = np.exp(lik.scratch[i] - top)
+        norm += lik.weights[i]
+    for i in range(k):
+        lik.weights[i] = (1.0 - lik.share) * lik.weights[i] / norm + lik.share / k
 
 
 @njit(cache=True)
@@ -111,10 +200,16 @@ def _hand_before(log: np.ndarray, slots: np.ndarray, stop: int, hand: np.ndarray
 
 
 @njit(cache=True)
-def _apply(log: np.ndarray, e: int, slots: np.ndarray, hands: np.ndarray, w: np.ndarray, model: int,
+def _apply(log: np.ndarray, e: int, slots: np.ndarray, hands: np.ndarray, w: np.ndarray, lik: Likelihood,
            stream: np.ndarray, legal: np.ndarray) -> float:
-    """Event ``e`` for every live particle: draw its slot, or reweight it. Returns the total weight."""
+    """Event ``e`` for every live particle: draw its slot, or reweight it. Returns the total weight.
+
+    A play with a learned model is weighed with the run's prior mixture, logged with it, and adds to each
+    particle's log ratios."""
     kind = log[e, KIND]
+    learning = kind == PLAY_EVENT and lik.code == LEARNED_MODEL
+    if learning:
+        lik.mix[e] = lik.prior
     total = 0.0
     for p in range(len(w)):
         if w[p] == 0.0:
@@ -128,10 +223,12 @@ def _apply(log: np.ndarray, e: int, slots: np.ndarray, hands: np.ndarray, w: np.
             card = log[e, CARD]
             w[p] *= log[e, POOL + card] - hand[card]
         elif kind == PLAY_EVENT:
-            like = action_likelihood(model, hand, log[e, ACTION], log[e, COLOUR], log[e, RANK], log[e, OPP], legal)
+            like = _play_likelihood(lik, log, e, hand, legal)
             w[p] *= like
             if like > 0.0:
                 hand[log[e, CARD]] -= 1
+                if learning:
+                    _add_log_ratios(lik, p, like)
         elif _holds_playable(hand, log[e, COLOUR], log[e, RANK]):
             w[p] = 0.0
         total += w[p]
@@ -146,8 +243,9 @@ def _ess(w: np.ndarray) -> float:
 
 @njit(cache=True)
 def _resample(w: np.ndarray, slots: np.ndarray, hands: np.ndarray, n_slots: int, slots_buf: np.ndarray,
-              hands_buf: np.ndarray, stream: np.ndarray) -> None:
-    """Systematic resampling to N equally weighted particles (in place, through the buffers)."""
+              hands_buf: np.ndarray, lik: Likelihood, stream: np.ndarray) -> None:
+    """Systematic resampling to N equally weighted particles (in place, through the buffers; the log ratios of
+    a learned model go with their particles)."""
     n = len(w)
     sources = np.empty(n, np.int64)
     systematic_sources(w, uniform(stream), sources)
@@ -156,12 +254,16 @@ def _resample(w: np.ndarray, slots: np.ndarray, hands: np.ndarray, n_slots: int,
         hands_buf[k] = hands[sources[k]]
     slots[:, :n_slots] = slots_buf[:, :n_slots]
     hands[:] = hands_buf
+    if lik.code == LEARNED_MODEL:
+        for k in range(n):
+            lik.ratio_buf[k] = lik.log_ratio[sources[k]]
+        lik.log_ratio[:] = lik.ratio_buf
     w[:] = 1.0 / n
 
 
 @njit(cache=True)
 def _changed_factors(log: np.ndarray, start: int, stop: int, slots: np.ndarray, a: int, b: int, old: np.ndarray,
-                     new: np.ndarray, model: int, legal: np.ndarray) -> float:
+                     new: np.ndarray, lik: Likelihood, legal: np.ndarray) -> float:
     """Ratio of the posterior factors of events ``start..stop-1`` with hand ``new = old + b - a`` to ``old``.
 
     Both hands are advanced through the events; 0 as soon as the new hand contradicts an event.
@@ -180,12 +282,11 @@ def _changed_factors(log: np.ndarray, start: int, stop: int, slots: np.ndarray, 
                 old[x] += 1
                 new[x] += 1
         elif kind == PLAY_EVENT:
-            after = action_likelihood(model, new, log[e, ACTION], log[e, COLOUR], log[e, RANK], log[e, OPP], legal)
+            after = _play_likelihood(lik, log, e, new, legal)
             if after == 0.0:
                 return 0.0
-            if model == RANDOM_MODEL:  # the other models give 1 to every hand that explains the play
-                ratio *= after / action_likelihood(model, old, log[e, ACTION], log[e, COLOUR], log[e, RANK],
-                                                   log[e, OPP], legal)
+            if lik.code in (RANDOM_MODEL, LEARNED_MODEL):  # the others give 1 to every hand that explains the play
+                ratio *= after / _play_likelihood(lik, log, e, old, legal)
             card = log[e, CARD]
             old[card] -= 1
             new[card] -= 1
@@ -196,7 +297,7 @@ def _changed_factors(log: np.ndarray, start: int, stop: int, slots: np.ndarray, 
 
 @njit(cache=True)
 def _move(log: np.ndarray, n_events: int, slot_events: np.ndarray, n_slots: int, slots: np.ndarray,
-          hand: np.ndarray, model: int, stream: np.ndarray, old: np.ndarray, new: np.ndarray,
+          hand: np.ndarray, lik: Likelihood, stream: np.ndarray, old: np.ndarray, new: np.ndarray,
           legal: np.ndarray) -> bool:
     """One Metropolis-Hastings move of one particle (``slots``, current ``hand``): replace or swap (module doc)."""
     if n_slots < 2 or uniform(stream) < 0.5:
@@ -210,7 +311,7 @@ def _move(log: np.ndarray, n_events: int, slot_events: np.ndarray, n_slots: int,
         new[:] = old
         old[a] += 1
         new[b] += 1
-        ratio = _changed_factors(log, e_i + 1, n_events, slots, a, b, old, new, model, legal)
+        ratio = _changed_factors(log, e_i + 1, n_events, slots, a, b, old, new, lik, legal)
         if ratio == 0.0 or (ratio < 1.0 and uniform(stream) >= ratio):
             return False
         slots[i] = b
@@ -232,7 +333,7 @@ def _move(log: np.ndarray, n_events: int, slot_events: np.ndarray, n_slots: int,
     new[:] = old
     old[a] += 1
     new[b] += 1
-    ratio *= _changed_factors(log, e_i + 1, e_j, slots, a, b, old, new, model, legal)
+    ratio *= _changed_factors(log, e_i + 1, e_j, slots, a, b, old, new, lik, legal)
     if ratio == 0.0:
         return False
     after = log[e_j, POOL + a] - new[a]
@@ -247,32 +348,37 @@ def _move(log: np.ndarray, n_events: int, slot_events: np.ndarray, n_slots: int,
 
 @njit(cache=True)
 def _move_all(log: np.ndarray, n_events: int, slot_events: np.ndarray, n_slots: int, slots: np.ndarray,
-              hands: np.ndarray, model: int, moves: int, stream: np.ndarray, old: np.ndarray, new: np.ndarray,
+              hands: np.ndarray, lik: Likelihood, moves: int, stream: np.ndarray, old: np.ndarray,
+              new: np.ndarray,
               legal: np.ndarray, stats: np.ndarray) -> None:
     """``moves`` moves of every particle targeting the posterior of events ``0..n_events-1``."""
     if n_slots == 0:
         return
     for p in range(len(hands)):
+        moved = 0
         for _ in range(moves):
-            stats[ACCEPTED] += _move(log, n_events, slot_events, n_slots, slots[p], hands[p], model, stream, old,
-                                     new, legal)
+            moved += _move(log, n_events, slot_events, n_slots, slots[p], hands[p], lik, stream, old, new, legal)
+        if moved and lik.code == LEARNED_MODEL:
+            _log_ratios(log, n_events, slots[p], lik, p, old, legal)
+        stats[ACCEPTED] += moved
         stats[PROPOSED] += moves
 
 
 @njit(cache=True)
 def _rejuvenate(log: np.ndarray, n_events: int, slot_events: np.ndarray, n_slots: int, slots: np.ndarray,
-                hands: np.ndarray, w: np.ndarray, model: int, moves: int, stream: np.ndarray, slots_buf: np.ndarray,
+                hands: np.ndarray, w: np.ndarray, lik: Likelihood, moves: int, stream: np.ndarray,
+                slots_buf: np.ndarray,
                 hands_buf: np.ndarray, old: np.ndarray, new: np.ndarray, legal: np.ndarray,
                 stats: np.ndarray) -> None:
     """Resample, then :func:`_move_all`."""
-    _resample(w, slots, hands, n_slots, slots_buf, hands_buf, stream)
+    _resample(w, slots, hands, n_slots, slots_buf, hands_buf, lik, stream)
     stats[RESAMPLES] += 1
-    _move_all(log, n_events, slot_events, n_slots, slots, hands, model, moves, stream, old, new, legal, stats)
+    _move_all(log, n_events, slot_events, n_slots, slots, hands, lik, moves, stream, old, new, legal, stats)
 
 
 @njit(cache=True)
 def _advance(log: np.ndarray, start: int, stop: int, slot_events: np.ndarray, slots: np.ndarray,
-             hands: np.ndarray, w: np.ndarray, model: int, moves: int, threshold: float, retries: int,
+             hands: np.ndarray, w: np.ndarray, lik: Likelihood, moves: int, threshold: float, retries: int,
              stream: np.ndarray, w_before: np.ndarray, slots_buf: np.ndarray, hands_buf: np.ndarray,
              old: np.ndarray, new: np.ndarray, legal: np.ndarray, stats: np.ndarray, evidence: np.ndarray) -> int:
     """Filter events ``start..stop-1``; returns -1, or the event no particle explains (weights as before it).
@@ -285,23 +391,25 @@ def _advance(log: np.ndarray, start: int, stop: int, slot_events: np.ndarray, sl
         n_slots += log[e, KIND] == SLOT_EVENT
     for e in range(start, stop):
         w_before[:] = w
-        total = _apply(log, e, slots, hands, w, model, stream, legal)
+        total = _apply(log, e, slots, hands, w, lik, stream, legal)
         tries = 0
         while total == 0.0:
             w[:] = w_before
             if tries == retries:
                 return e
             # The population still represents the posterior before e: moves diversify it, then e is retried.
-            _rejuvenate(log, e, slot_events, n_slots, slots, hands, w, model, moves, stream, slots_buf, hands_buf,
+            _rejuvenate(log, e, slot_events, n_slots, slots, hands, w, lik, moves, stream, slots_buf, hands_buf,
                         old, new, legal, stats)
             stats[RESCUES] += 1
-            total = _apply(log, e, slots, hands, w, model, stream, legal)
+            total = _apply(log, e, slots, hands, w, lik, stream, legal)
             tries += 1
         w /= total
         evidence[0] += np.log(total)
+        if lik.code == LEARNED_MODEL and log[e, KIND] == PLAY_EVENT:
+            _learn(lik, w)
         n_slots += log[e, KIND] == SLOT_EVENT
         if _ess(w) < threshold * n:
-            _rejuvenate(log, e + 1, slot_events, n_slots, slots, hands, w, model, moves, stream, slots_buf,
+            _rejuvenate(log, e + 1, slot_events, n_slots, slots, hands, w, lik, moves, stream, slots_buf,
                         hands_buf, old, new, legal, stats)
     return -1
 
@@ -347,8 +455,10 @@ class TrajectoryBelief(PublicTracker):
     Args:
         n_particles: N.
         rng: the generator the kernels' stream is seeded from at each ``reset``.
-        model: the opponent model (``code`` of :mod:`uno_env.belief.models`), or ``None`` for the plain
-            likelihood (the hand held the card it played).
+        model: the opponent model (``code`` of :mod:`uno_env.belief.models`), a
+            :class:`~uno_env.belief.learned.LearnedOpponent` (a mixture over candidate models whose weights the
+            filter learns from the opponent's plays; ``model_weights()``), or ``None`` for the plain likelihood
+            (the hand held the card it played).
         moves: Metropolis-Hastings moves per particle after each resampling.
         ess_threshold: resample when ESS < ``ess_threshold * N``.
         retries: rounds of resample-move before an event no particle explains counts as a recovery.
@@ -357,12 +467,22 @@ class TrajectoryBelief(PublicTracker):
     ``fallbacks`` count the replays and the restarts from counting.
     """
 
-    def __init__(self, n_particles: int, rng: np.random.Generator, model: OpponentModel | None = None,
-                 moves: int = 40, ess_threshold: float = 0.5, retries: int = 3) -> None:
+    def __init__(self, n_particles: int, rng: np.random.Generator,
+                 model: OpponentModel | LearnedOpponent | None = None, moves: int = 40, ess_threshold: float = 0.5,
+                 retries: int = 3) -> None:
         self.n_particles = n_particles
         self.rng = rng
         self.model = model
         self.model_code = PLAIN_MODEL if model is None else model.code
+        learned = isinstance(model, LearnedOpponent)
+        self._codes = model.codes if learned else np.zeros(0, np.int64)
+        self._prior = model.prior if learned else np.zeros(0)
+        self._share = model.share if learned else 0.0
+        self._weights = self._prior.copy()
+        self._start_weights = self._prior
+        self._log_ratio = np.zeros((n_particles, len(self._codes)))
+        self._ratio_buf = np.zeros_like(self._log_ratio)
+        self._scratch = np.zeros(len(self._codes))
         self.moves = moves
         self.ess_threshold = ess_threshold
         self.retries = retries
@@ -382,6 +502,7 @@ class TrajectoryBelief(PublicTracker):
         """Start from the seat's view right after the deal (or a scenario's start)."""
         self._start(view)
         self._stream = seeded_stream(self.rng)
+        self._start_weights = self._prior
         self._restart()
         self._forgotten = 0.0  # log-evidence of the events a fallback forgot
         self._run(fresh=True)
@@ -404,6 +525,7 @@ class TrajectoryBelief(PublicTracker):
             kept = self._log[keep_from:self._events].copy()
             size, pool = kept[0, HAND], kept[0, POOL:]
         self._log = np.zeros((64, LOG_WIDTH), np.int64)
+        self._mix = np.zeros((64, len(self._codes)))
         self._slot_events = np.zeros(16, np.int64)
         self._events = self._slots_used = 0
         self._slots = np.zeros((self.n_particles, 16), np.int8)
@@ -421,6 +543,7 @@ class TrajectoryBelief(PublicTracker):
         """Add an event row to the log (a slot gets the next slot index)."""
         if self._events == len(self._log):
             self._log = np.vstack((self._log, np.zeros_like(self._log)))
+            self._mix = np.vstack((self._mix, np.zeros_like(self._mix)))
         self._log[self._events] = row
         if row[KIND] == SLOT_EVENT:
             if self._slots_used == len(self._slot_events):
@@ -452,8 +575,10 @@ class TrajectoryBelief(PublicTracker):
             self._w = np.ones(self.n_particles)
             self._done = 0
             self._evidence[0] = 0.0
+            self._weights[:] = self._start_weights
+            self._log_ratio[:] = 0.0
         failed = _advance(self._log, self._done, self._events, self._slot_events, self._slots, self._hands, self._w,
-                          self.model_code, self.moves, self.ess_threshold, self.retries, self._stream,
+                          self.likelihood, self.moves, self.ess_threshold, self.retries, self._stream,
                           self._w_before, self._slots_buf, self._hands_buf, self._old, self._new, self._legal,
                           self._stats, self._evidence)
         self._done = self._events
@@ -474,6 +599,7 @@ class TrajectoryBelief(PublicTracker):
             # The evidence keeps the events before the failed one; the failed event, which none of N particles
             # explained, is charged the Monte Carlo bound 1/N (its likelihood may be 0: a model that is wrong).
             self._forgotten += self._evidence[0] - np.log(self.n_particles)
+            self._start_weights = self._weights.copy()  # what was learned of the opponent is kept
             self._restart(failed + 1 if failed == self._deal_size else failed)
             failed = self._run(fresh=True)
 
@@ -491,6 +617,42 @@ class TrajectoryBelief(PublicTracker):
             self._event(SLOT_EVENT, drawn=drawn)
 
     # ------------------------------------------------------------------ answers
+    @property
+    def likelihood(self) -> Likelihood:
+        """The opponent model as the kernels take it (its arrays are the filter's own)."""
+        return Likelihood(self.model_code, self._codes, self._mix, self._weights, self._share, self._start_weights,
+                          self._log_ratio, self._ratio_buf, self._scratch)
+
+    def _answer_weights(self) -> np.ndarray:
+        """The particles' normalized weights in the answers. With a learned model, the Bayesian model average:
+        particle ``p`` gets ``sum_k W_k v_k(p)``, ``v_k`` the self-normalized importance weights of candidate
+        ``k``'s posterior (``w_p R_k(p)``; the particles target the prior mixture)."""
+        w = self._w / self._w.sum()
+        if not isinstance(self.model, LearnedOpponent):
+            return w
+        with np.errstate(divide="ignore"):
+            log_v = np.log(w)[:, None] + self._log_ratio
+        top = log_v.max(axis=0)
+        usable = np.isfinite(top)  # a candidate no particle explains has weight s / K at most: dropped here
+        v = np.exp(log_v[:, usable] - top[usable])
+        v /= v.sum(axis=0)
+        mixed = v @ (self._weights[usable] / self._weights[usable].sum())
+        return mixed / mixed.sum()
+
+    def model_weights(self) -> np.ndarray | None:
+        """The learned weights of the candidate models (``model.candidates`` order) given the public history so far;
+        ``None`` unless the model is a :class:`~uno_env.belief.learned.LearnedOpponent`."""
+        return self._weights.copy() if isinstance(self.model, LearnedOpponent) else None
+
+    def play_weights(self) -> np.ndarray | None:
+        """The candidates' weights in force at each opponent play the filter remembers (plays x K, in order): the
+        mixture each play was weighed with. ``None`` unless the model is learned. After a fallback, the plays before
+        the restart are forgotten (``fallbacks``)."""
+        if not isinstance(self.model, LearnedOpponent):
+            return None
+        plays = self._log[:self._done, KIND] == PLAY_EVENT
+        return self._mix[:self._done][plays].copy()
+
     @property
     def log_evidence(self) -> float:
         """Estimated log-likelihood of the public history under the model (up to a model-free constant).
@@ -510,7 +672,7 @@ class TrajectoryBelief(PublicTracker):
 
     def hands(self) -> tuple[np.ndarray, np.ndarray]:
         """The particles' current hands (N x 54) and normalized weights (read-only views)."""
-        return self._hands, self._w / self._w.sum()
+        return self._hands, self._answer_weights()
 
     def features(self) -> np.ndarray:
         """The belief features (float32, :data:`~uno_env.belief.filters.FEATURE_NAMES` order): expected counts,
@@ -518,32 +680,34 @@ class TrajectoryBelief(PublicTracker):
         if self._features is None:
             sets = feature_sets_at(self.top, self.colour).astype(np.bool_)
             expected, none = np.zeros(NUM_CARD_TYPES), np.zeros(sets.shape[1])
-            _summaries(self._hands, self._w, sets, expected, none)
+            _summaries(self._hands, self._answer_weights(), sets, expected, none)
             self._features = np.concatenate((expected, np.clip(1.0 - none, 0.0, 1.0))).astype(np.float32)
         return self._features.copy()
 
     def expected_counts(self) -> np.ndarray:
         """``E[count of each card type in the opponent's hand]``, float64 (54,)."""
         expected, none = np.zeros(NUM_CARD_TYPES), np.zeros(0)
-        _summaries(self._hands, self._w, np.zeros((NUM_CARD_TYPES, 0), np.bool_), expected, none)
+        _summaries(self._hands, self._answer_weights(), np.zeros((NUM_CARD_TYPES, 0), np.bool_), expected,
+                   none)
         return expected
 
     def prob_none(self, sets: np.ndarray) -> np.ndarray:
         """``P(the hand holds no card of set k)`` for each column of the (54 x K) boolean ``sets``."""
         expected, none = np.zeros(NUM_CARD_TYPES), np.zeros(sets.shape[1])
-        _summaries(self._hands, self._w, np.ascontiguousarray(sets, dtype=np.bool_), expected, none)
+        _summaries(self._hands, self._answer_weights(), np.ascontiguousarray(sets, dtype=np.bool_), expected,
+                   none)
         return none
 
     def marginals(self) -> np.ndarray:
         """``P(count of type t = x)``, (54, 5) for x = 0..4."""
-        return _marginals(self._hands, self._w)
+        return _marginals(self._hands, self._answer_weights())
 
     def log_prob(self, hand: np.ndarray) -> float:
         """``log P(opponent hand = hand)`` (54 counts): the weight of the particles holding exactly it."""
         match = (self._hands == np.asarray(hand)).all(axis=1)
-        mass = self._w[match].sum() / self._w.sum()
+        mass = self._answer_weights()[match].sum()
         return float(np.log(mass)) if mass > 0 else -np.inf
 
     def sample_hands(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` opponent hands (int64 rows of 54 counts) drawn from the particles by weight."""
-        return self._hands[rng.choice(self.n_particles, size=n, p=self._w / self._w.sum())].copy()
+        return self._hands[rng.choice(self.n_particles, size=n, p=self._answer_weights())].copy()

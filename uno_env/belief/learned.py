@@ -1,0 +1,84 @@
+"""An opponent model learned from what the opponent does: a Bayesian mixture over candidate models.
+
+The policy-aware filter (:mod:`uno_env.belief.trajectory`) weighs each hypothesis by ``pi_2(action | hand)``,
+which it must be told. :class:`LearnedOpponent` is told nothing about the opponent: it names *candidate* models
+(:mod:`uno_env.belief.models`: the built-in ``rule`` player and the uniform ``random`` one by default) and
+prior weights, and the filter learns which candidate the opponent plays like while it tracks the hand:
+
+* at an opponent play ``a`` the filter weighs a hypothesis (hand ``H``) by the prior mixture
+  ``pi_mix(a | H) = sum_k prior_k pi_k(a | H)`` (logged with the play, so the resample-move moves target one
+  fixed posterior and keep their detailed balance); a history a candidate could have played is thereby favoured
+  over one it could not, whatever has been learned;
+* each particle carries, per candidate, the log of ``R_k = prod_plays pi_k / pi_mix`` along its own trajectory:
+  its importance weight for candidate ``k``'s posterior. After each play the candidates' weights are Bayes' rule
+  with the hand integrated out along the trajectories, ``W_k ∝ prior_k sum_p w_p R_k(p)``;
+* then a small share of the weight is spread evenly over the candidates, ``W <- (1 - s) W + s / K``: a floor
+  (``W`` is recomputed from the ratios at each play, so this is not a switching prior), which keeps every
+  candidate in the answers' average and the weights away from 0. A deterministic candidate that no history the
+  particles hold can reconcile with the plays (``rule`` after a play no hand makes it choose) stays at the floor:
+  Bayes' rule refutes it;
+* the answers (marginals, features, sampled hands) are the model average ``sum_k W_k`` (candidate ``k``'s
+  posterior by self-normalized importance weights ``w_p R_k(p)``).
+
+A uniform candidate (``random``: every legal action) must be among the candidates: it explains every play the
+hand can make, so the true hand is never ruled out, whatever the opponent does.
+
+Its cost and worth are measured in docs/BELIEF.md ("The learned opponent model").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from uno_env.belief.models import PLAIN_MODEL, RANDOM_MODEL, OpponentModel, RandomModel, RuleModel
+
+#: The likelihood code of the filter for a learned mixture (not a code of ``models.action_likelihood``).
+LEARNED_MODEL = -1
+
+
+class LearnedOpponent:
+    """The settings of a learned opponent model (module docstring); the filter holds the learned weights.
+
+    Args:
+        candidates: the candidate models (``code`` and ``likelihood``, :mod:`uno_env.belief.models`); one of them
+            must be the uniform ``random`` model. Default: ``rule`` and ``random``.
+        prior: prior weights of the candidates (positive, normalized here); default equal.
+        share: the fixed share spread evenly after each update, in ``[0, 1)``.
+
+    Raises:
+        ValueError: naming the bad setting (no candidates, no uniform candidate, a candidate that is not a model
+            or is the plain likelihood, a duplicate, a prior of the wrong length or not positive, a share outside
+            ``[0, 1)``).
+    """
+
+    code = LEARNED_MODEL
+
+    def __init__(self, candidates: Sequence[OpponentModel] | None = None, prior: Sequence[float] | None = None,
+                 share: float = 0.01) -> None:
+        candidates = (RuleModel(), RandomModel()) if candidates is None else tuple(candidates)
+        if not candidates:
+            raise ValueError("a learned opponent model needs at least one candidate model")
+        for candidate in candidates:
+            code = getattr(candidate, "code", None)
+            if not isinstance(code, int) or code < 0 or code == PLAIN_MODEL:
+                raise ValueError(f"candidate {candidate!r} is not an opponent model with a compiled likelihood")
+        codes = [candidate.code for candidate in candidates]
+        if len(set(codes)) != len(codes):
+            raise ValueError(f"duplicate candidate models (likelihood codes {codes})")
+        if RANDOM_MODEL not in codes:
+            raise ValueError("the candidates must include the uniform model (RandomModel), which explains every play")
+        weights = np.ones(len(codes)) if prior is None else np.asarray(prior, dtype=np.float64)
+        if weights.shape != (len(codes),) or not np.all(np.isfinite(weights)) or not np.all(weights > 0):
+            raise ValueError(f"prior must be {len(codes)} positive weights, one per candidate, got {prior!r}")
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0.0 <= share < 1.0:
+            raise ValueError(f"share must be a number in [0, 1), got {share!r}")
+        self.candidates = candidates
+        self.codes = np.array(codes, np.int64)
+        self.prior = weights / weights.sum()
+        self.share = float(share)
+
+    def __repr__(self) -> str:
+        names = ", ".join(type(candidate).__name__ for candidate in self.candidates)
+        return f"LearnedOpponent([{names}], share={self.share})"
