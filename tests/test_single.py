@@ -17,7 +17,7 @@ from uno_env.env import UnoEnv
 from uno_env.game import IllegalActionError
 from uno_env.match import play_game
 from uno_env.opponents import RandomPolicy, RulePolicy
-from uno_env.single import generator_below
+from uno_env.turn import generator_below
 
 
 class PythonRandom(RandomPolicy):

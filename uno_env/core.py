@@ -69,6 +69,11 @@ RANDOM_POLICY, RULE_POLICY = COMPILED_PLAYERS.index("random"), COMPILED_PLAYERS.
 #: Outcome codes: a running game (the kernels' stand-in for ``Game.outcome is None``), a drawn game; else the
 #: winning seat.
 RUNNING, DRAWN = -2, -1
+#: The one outcome table: ``OUTCOME_REWARD[seat, outcome - RUNNING]`` is ``seat``'s reward for a game's outcome
+#: code, +1 a win, -1 a loss, 0 a drawn game or one still running. The envs pay it as it is (:func:`reward`) and
+#: the search player maps it onto 0..1 (``agents.search_kernels.reward_of``); no other place restates it.
+OUTCOME_REWARD = np.array([[0.0, 0.0, 1.0, -1.0],    # seat 0: RUNNING, DRAWN, seat 0 won, seat 1 won
+                           [0.0, 0.0, -1.0, 1.0]])   # seat 1
 
 # ---------------------------------------------------------------------- packed state layout
 _N = NUM_CARD_TYPES
@@ -132,6 +137,12 @@ def draw_impossible_outcome(seat: int, mine: int, theirs: int) -> int:
     if mine == theirs:
         return DRAWN
     return seat if mine < theirs else 1 - seat
+
+
+@njit(cache=True)
+def reward(outcome: int, seat: int) -> float:
+    """``seat``'s reward for the outcome code ``outcome``: a read of :data:`OUTCOME_REWARD` (compiled and Python)."""
+    return OUTCOME_REWARD[seat, outcome - RUNNING]
 
 
 _after_play = njit(cache=True)(after_play)
