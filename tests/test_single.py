@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from uno_testlib import capped
+from uno_testlib import capped, same
 
 import uno_env.single
 from uno_env.env import UnoEnv
@@ -35,17 +35,6 @@ def envs(opponent: str, **kwargs: Any) -> tuple[UnoEnv, UnoEnv]:
     compiled, python = UnoEnv(opponent=opponent, **kwargs), UnoEnv(opponent=_TWINS[opponent](), **kwargs)
     assert compiled._twin is not None and python._twin is None, "the test must compare the two paths"
     return compiled, python
-
-
-def same(a: Any, b: Any) -> bool:
-    """Equal observations / infos, arrays compared by value and dtype."""
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, np.ndarray):
-        return isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape and (a == b).all()
-    if isinstance(a, list | tuple):
-        return type(a) is type(b) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    return type(a) is type(b) and a == b
 
 
 def play_both(compiled: UnoEnv, python: UnoEnv, seed: int, action_seed: int, options: dict | None = None,

@@ -11,6 +11,8 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
+
 COLOUR_ORDER = ("red", "green", "blue", "yellow")
 RANK_ORDER = ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "skip", "reverse", "draw2", "wild", "wild_draw4")
 DRAW = 60
@@ -140,6 +142,17 @@ def winner_by_rules(own_cards: int, opponent_cards: int) -> str:
     if own_cards == opponent_cards:
         return "draw"
     return "agent" if own_cards < opponent_cards else "opponent"
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal observations / infos / env outputs: arrays by value, dtype and shape, the rest by type and value."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape and (a == b).all()
+    if isinstance(a, list | tuple):
+        return type(a) is type(b) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
 
 
 def mask_set(mask: Any) -> set[int]:
