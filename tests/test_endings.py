@@ -127,8 +127,8 @@ def test_vector_env_endings():
         game = Game.from_scenario(ending.scenario, np.random.default_rng(0))
         core.pack_into(env._states[i], game.hands, game.deck, game.discard, game.active_colour, game.current,
                        game.pending_draw)
-        env._out.masks[i] = 0
-        env._out.masks[i, game.legal_actions()] = 1
+        env._masks[i] = 0
+        env._masks[i, game.legal_actions()] = 1
     actions = np.array([ending.agent_move for ending in ENDINGS])
     _, rewards, terminated, truncated, info = env.step(actions)
     assert terminated.all() and not truncated.any()

@@ -206,7 +206,7 @@ def test_types_shapes_and_fresh_arrays():
         assert obs in env.observation_space
         assert rewards.dtype == np.float64 and rewards.shape == (4,)
         assert terminated.dtype == truncated.dtype == np.bool_ and terminated.shape == truncated.shape == (4,)
-        assert not np.shares_memory(obs, previous) and not np.shares_memory(info["action_mask"], env._out.masks)
+        assert not np.shares_memory(obs, previous) and not np.shares_memory(info["action_mask"], env._masks)
         previous = obs
         if "is_success" in info:  # Gymnasium's vector info: a value array and its mask per key
             assert info["_is_success"].dtype == np.bool_ and info["_is_success"].shape == (4,)

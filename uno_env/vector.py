@@ -303,11 +303,14 @@ class UnoVectorEnv(VectorEnv):
         self._opponents = np.zeros(n, dtype=np.int64)
         self._steps = np.zeros(n, dtype=np.int64)
         self._ended = np.zeros(n, dtype=np.bool_)
-        # Only SAME_STEP writes final observations; the other modes pass a placeholder row the kernel never touches.
-        self._out = Outputs(obs=np.zeros((n, size), dtype=np.float32), masks=np.zeros((n, NUM_ACTIONS), dtype=np.int8),
-                            rewards=np.zeros(n, dtype=np.float64), terminated=np.zeros(n, dtype=np.bool_),
-                            truncated=np.zeros(n, dtype=np.bool_), success=np.zeros(n, dtype=np.bool_),
-                            illegal=np.zeros(n, dtype=np.bool_), finished_by=np.zeros(n, dtype=np.int64),
+        self._obs = np.zeros((n, size), dtype=np.float32)
+        self._masks = np.zeros((n, NUM_ACTIONS), dtype=np.int8)
+        # What the kernels write, bundled once (the same arrays). Only SAME_STEP writes final observations; the other
+        # modes pass a placeholder row the kernel never touches.
+        self._out = Outputs(self._obs, self._masks, rewards=np.zeros(n, dtype=np.float64),
+                            terminated=np.zeros(n, dtype=np.bool_), truncated=np.zeros(n, dtype=np.bool_),
+                            success=np.zeros(n, dtype=np.bool_), illegal=np.zeros(n, dtype=np.bool_),
+                            finished_by=np.zeros(n, dtype=np.int64),
                             final_obs=np.zeros((n if mode == AutoresetMode.SAME_STEP else 1, size), dtype=np.float32))
 
     def _games(self) -> Games:
@@ -392,7 +395,7 @@ class UnoVectorEnv(VectorEnv):
         elif self._streams is None:
             self._streams = self.np_random.integers(0, 2**64, size=self.num_envs, dtype=np.uint64, endpoint=False)
         _reset_kernel(self._games(), which, self._settings(), self._chooser, self._params, self._out)
-        return self._out.obs.copy(), {"action_mask": self._out.masks.copy()}
+        return self._obs.copy(), {"action_mask": self._masks.copy()}
 
     def _seeds(self, seed: int | Sequence[int] | None) -> list[int] | None:
         if seed is None:
@@ -421,11 +424,11 @@ class UnoVectorEnv(VectorEnv):
         if self.illegal_action == "raise":
             self._check_legal(actions)
         _step_kernel(self._games(), actions, self._settings(), self._chooser, self._params, self._out)
-        return (self._out.obs.copy(), self._out.rewards.copy(), self._out.terminated.copy(), self._out.truncated.copy(),
+        return (self._obs.copy(), self._out.rewards.copy(), self._out.terminated.copy(), self._out.truncated.copy(),
                 self._step_info(mode))
 
     def _step_info(self, mode: int) -> dict[str, Any]:
-        info: dict[str, Any] = {"action_mask": self._out.masks.copy()}
+        info: dict[str, Any] = {"action_mask": self._masks.copy()}
         ended = self._out.finished_by >= 0
         if ended.any():
             info["is_success"], info["_is_success"] = self._out.success.copy(), ended
@@ -447,11 +450,11 @@ class UnoVectorEnv(VectorEnv):
     def _check_legal(self, actions: np.ndarray) -> None:
         """``illegal_action="raise"``: refuse the batch if a running sub-env's action is not in its mask."""
         in_range = (actions >= 0) & (actions < NUM_ACTIONS)
-        legal = self._out.masks[np.arange(self.num_envs), np.where(in_range, actions, DRAW_ACTION)] != 0
+        legal = self._masks[np.arange(self.num_envs), np.where(in_range, actions, DRAW_ACTION)] != 0
         bad = np.flatnonzero(~(in_range & legal) & ~self._ended)
         if bad.size:
             i, action = int(bad[0]), int(actions[bad[0]])
-            listing = ", ".join(f"{a} ({action_name(a)})" for a in np.flatnonzero(self._out.masks[i]))
+            listing = ", ".join(f"{a} ({action_name(a)})" for a in np.flatnonzero(self._masks[i]))
             what = f"action {action} ({action_name(action)})" if 0 <= action < NUM_ACTIONS else \
                 f"action {action} (outside 0..60)"
             raise IllegalActionError(f"sub-env {i}: {what} is not legal; legal actions: {listing} "
