@@ -260,10 +260,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("endings", "compiled single env: reward sign flipped when the deck ran out", "uno_env/env.py",
              (("else _REWARD[outcome]  #",
                "else _REWARD[outcome] * (-1 if min(table.to_game().hand_sizes) else 1)  #"),), ENDINGS, 31),
-    Mutation("endings", "compiled envs' driver: deck-out winner swapped", "uno_env/turn.py",
-             (("            core.draw_planned(state, count, possible)\n",
-               "            core.draw_planned(state, count, possible)\n            if state[core.OUTCOME] >= 0:\n"
-               "                state[core.OUTCOME] = 1 - state[core.OUTCOME]\n"),), ENDINGS),
+    Mutation("endings", "compiled driver: deck-out winner swapped", "uno_env/core.py",
+             (("            draw_planned(state, count, possible)\n",
+               "            draw_planned(state, count, possible)\n            if state[OUTCOME] >= 0:\n"
+               "                state[OUTCOME] = 1 - state[OUTCOME]\n"),), ENDINGS),
     # the single env's rule opponent is core.choose's rule branch (the one table of compiled players, issue 28)
     Mutation("endings", "compiled single env: the rule opponent reads its own hand size", "uno_env/core.py",
              (("rule_action(hand, state[HAND_SIZES + 1 - seat], legal, n)",

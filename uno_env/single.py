@@ -6,15 +6,15 @@ observation is not privileged; otherwise it steps :class:`~uno_env.game.Game` in
 
 * the deal, the policies' seeds and the first player still come from :func:`uno_env.seat.start_game` (a
   :class:`~uno_env.game.Game`, which is then packed into :mod:`uno_env.core`'s state vector);
-* the agent's action and the opponent's moves are the compiled envs' one driver, :func:`uno_env.turn.play_turn`
-  (the native vector env's too), on the Python generators' draws; the encoding is
-  :func:`uno_env.observation.encode_seat_into`;
+* the agent's action and the opponent's moves are the compiled step sequence's one driver,
+  :func:`uno_env.core.play_turn` (the native vector env's and the playouts' too), on the Python generators' draws;
+  the encoding is :func:`uno_env.observation.encode_seat_into`;
 * a reshuffle shuffles with the game's own ``numpy.random.Generator``: the driver gathers the discard pile under the
   deck and returns, Python shuffles the deck's slice (``Generator.shuffle`` draws the same for an array as for the
   list :class:`~uno_env.game.Game` shuffles), and the driver resumes the draw;
 * the ``random`` opponent's choices are ``Generator.integers(n)`` of its own generator: numpy computes them from
   32-bit draws by Lemire's method, so the driver takes 32-bit draws of that generator
-  (:meth:`uno_env.opponents.RandomPolicy.words`) and applies the same method (:func:`uno_env.turn.generator_below`);
+  (:meth:`uno_env.opponents.RandomPolicy.words`) and applies the same method (:func:`uno_env.core.generator_below`);
   it returns for more when they run low. The other compiled players are :func:`uno_env.core.choose` (``rule``: its
   :func:`uno_env.core.rule_action`, which ``RulePolicy`` calls too).
 
@@ -32,26 +32,31 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from uno_env import core, turn
+from uno_env import core
 from uno_env.cards import CARD_NAMES, DECK_SIZE, NUM_ACTIONS, NUM_CARD_TYPES
 from uno_env.game import Game
 from uno_env.observation import BASE_SIZE, LEGAL_CHANNEL, encode_seat_into
-from uno_env.turn import AGENT, DONE, NEED_SHUFFLE, OPPONENT
 from uno_env.view import DRAW, PLAY, RESHUFFLE, Event, PublicView, public_info
 
-# The single env's ctl: the driver's control vector (uno_env.turn), then what the kernel reports for the info dict,
-# read by Python in one tolist(): how many legal actions the agent has (0 outside its turn), the top card, the colour
-# in force, the opponent's hand size, deck and discard sizes, the pending draw, the outcome, the agent's hand size.
+AGENT, OPPONENT = 0, 1
+# The single env's ctl: the driver's control vector (uno_env.core.play_turn), then what the kernel reports for the
+# info dict, read by Python in one tolist(): how many legal actions the agent has (0 outside its turn), the top card,
+# the colour in force, the opponent's hand size, deck and discard sizes, the pending draw, the outcome, the agent's
+# hand size.
 _N_LEGAL, _TOP, _COLOUR, _OPPONENT_SIZE, _DECK, _DISCARD, _PENDING, _OUTCOME, _HAND_SIZE = \
-    range(turn.CTL_SIZE, turn.CTL_SIZE + 9)
+    range(core.CTL_SIZE, core.CTL_SIZE + 9)
 _REPORT_SIZE = _HAND_SIZE + 1
 _REFILL_WORDS = 128
+# A step logs the agent's action, a reshuffle and the opponent's turn: its plays (each from its hand, so fewer
+# than 108 in a row), a reshuffle and a draw. 256 rows hold any step.
+_LOG_ROWS = 256
+_NO_LIMIT = 2**62
 
 
 @njit(cache=True)
 def run(state: np.ndarray, ctl: np.ndarray, opponent: int, words: np.ndarray, legal: np.ndarray, log: np.ndarray,
         obs: np.ndarray, hand: np.ndarray) -> int:
-    """The driver (:func:`uno_env.turn.play_turn`) on the Python generators' draws, then, once it is done, the
+    """The driver (:func:`uno_env.core.play_turn`) on the Python generators' draws, then, once it is done, the
     agent's observation encoded into ``obs``, its legal actions into ``legal``, its cards into ``hand`` (card types
     ascending, a type once per copy: the order of ``info["hand"]``) and the report fields of ``ctl``. Returns the
     driver's status: ``DONE``, or what Python must do before calling again."""
@@ -59,8 +64,8 @@ def run(state: np.ndarray, ctl: np.ndarray, opponent: int, words: np.ndarray, le
     # random number, so this stream is never read. A stochastic player added to core.COMPILED_PLAYERS needs its twin's
     # draws in the driver too.
     no_stream = np.zeros(1, dtype=np.uint64)
-    status = turn.play_turn(state, ctl, no_stream, words, opponent, None, (), legal, log)
-    if status != DONE:
+    status = core.play_turn(state, ctl, no_stream, words, None, (), legal, log)
+    if status != core.DONE:
         return status
     n_legal = core.legal_actions_into(state, legal) if state[core.OUTCOME] == core.RUNNING else 0
     encode_seat_into(state, AGENT, legal, n_legal, obs)
@@ -78,7 +83,7 @@ def run(state: np.ndarray, ctl: np.ndarray, opponent: int, words: np.ndarray, le
             hand[n] = card
             n += 1
     ctl[_HAND_SIZE] = n
-    return DONE
+    return core.DONE
 
 
 class CompiledGame:
@@ -96,7 +101,10 @@ class CompiledGame:
         self.state = np.zeros(core.STATE_SIZE, dtype=np.int64)
         self.ctl = np.zeros(_REPORT_SIZE, dtype=np.int64)
         self.legal = np.zeros(NUM_ACTIONS, dtype=np.int64)
-        self.log = np.full((turn.LOG_ROWS, turn.LOG_WIDTH), -1, dtype=np.int64)
+        self.log = np.full((_LOG_ROWS, core.LOG_WIDTH), -1, dtype=np.int64)
+        # A new game's ctl: the driver stops at every decision of the agent, forced ones too (they are env steps).
+        self._fresh_ctl = np.zeros(_REPORT_SIZE, dtype=np.int64)
+        self._fresh_ctl[:core.CTL_SIZE] = core.control(AGENT, True, opponent, opponent, _NO_LIMIT)
         self.obs = np.zeros(BASE_SIZE, dtype=np.float32)  # the agent's observation, rewritten by every call
         self.hand = np.zeros(DECK_SIZE, dtype=np.int64)  # the agent's cards, one entry per card
         self.words = np.zeros(0, dtype=np.uint32)
@@ -113,9 +121,9 @@ class CompiledGame:
         core.pack_into(self.state, game.hands, game.deck, game.discard, game.active_colour, game.current,
                        game.pending_draw)
         self.rng = game.rng
-        self.ctl[:] = 0
+        self.ctl[:] = self._fresh_ctl
         self.words = self._words_source(_REFILL_WORDS) if self._words_source is not None else self.words
-        self.play(turn.NO_ACTION)
+        self.play(core.NO_ACTION)
 
     def is_legal(self, action: int) -> bool:
         """Whether ``action`` is one of the agent's legal actions now (false once the game is over)."""
@@ -125,19 +133,19 @@ class CompiledGame:
         """The agent's legal ``action`` (or -1 for none, at the start), then the opponent's moves, then the encoding;
         :attr:`events` holds the public events since the agent's previous decision."""
         ctl = self.ctl
-        ctl[turn.EVENTS] = 0
-        ctl[turn.ACTION] = action
+        ctl[core.EVENTS] = 0
+        ctl[core.ACTION] = action
         while True:
             need = run(self.state, ctl, self.opponent, self.words, self.legal, self.log, self.obs, self.hand)
-            if need == DONE:
+            if need == core.DONE:
                 break
-            if need == NEED_SHUFFLE:  # the game's Generator, as Game._reshuffle (the same draws for an array)
+            if need == core.NEED_SHUFFLE:  # the game's Generator, as Game._reshuffle (the same draws for an array)
                 self.rng.shuffle(self.state[core.DECK:core.DECK + self.state[core.DECK_LEN]])
             else:
-                self.words = np.concatenate((self.words[ctl[turn.WORD]:], self._words_source(_REFILL_WORDS)))
-                ctl[turn.WORD] = 0
+                self.words = np.concatenate((self.words[ctl[core.WORD]:], self._words_source(_REFILL_WORDS)))
+                ctl[core.WORD] = 0
         report = self._report = ctl.tolist()
-        self.events = [_event(row) for row in self.log[:report[turn.EVENTS]].tolist()]
+        self.events = [_event(row) for row in self.log[:report[core.EVENTS]].tolist()]
         self.legal_actions = self.legal[:report[_N_LEGAL]].tolist()
         # Game.outcome's codes: None while running, else the winning seat or -1 (drawn); from the agent's seat 0
         # they are also uno_env.view's WIN, LOSS and DRAWN.
@@ -146,7 +154,7 @@ class CompiledGame:
 
     def forfeit(self) -> None:
         """The agent loses at once (an illegal action under ``illegal_action="lose"``), as :meth:`Game.forfeit`."""
-        self.play(turn.FORFEIT)  # the driver's forfeit: the encoding after the game, no events (as Game's forfeit)
+        self.play(core.FORFEIT)  # the driver's forfeit: the encoding after the game, no events (as Game's forfeit)
 
     def action_mask(self) -> np.ndarray:
         """The agent's int8 action mask: the observation's ``legal`` channel, which is the mask by definition."""
@@ -180,9 +188,9 @@ class CompiledGame:
 
 def _event(row: list[int]) -> Event:
     """A kernel log row as the agent's :data:`~uno_env.view.Event` (seats relative to the agent, seat 0)."""
-    kind, seat, value, colour = row[turn.KIND], row[turn.SEAT], row[turn.VALUE], row[turn.COLOUR]
-    if kind == PLAY:
+    kind, seat, value, colour = row[core.KIND], row[core.SEAT], row[core.VALUE], row[core.LOG_COLOUR]
+    if kind == core.LOGGED_PLAY:
         return PLAY, seat, value, colour
-    if kind == DRAW:
-        return DRAW, seat, value, tuple(row[turn.DRAWN_CARDS:turn.DRAWN_CARDS + value]) if seat == AGENT else None
+    if kind == core.LOGGED_DRAW:
+        return DRAW, seat, value, tuple(row[core.DRAWN_CARDS:core.DRAWN_CARDS + value]) if seat == AGENT else None
     return RESHUFFLE, -1, 0, None

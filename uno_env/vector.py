@@ -3,11 +3,11 @@
 ``gym.make_vec("Uno-v0", num_envs=N, vectorization_mode="vector_entry_point", opponent="rule")`` gives a
 :class:`UnoVectorEnv`. Each step applies the N agents' actions, lets each game's built-in opponent (``random`` or
 ``rule``) move until it is the agent's turn again, and encodes the N observations, all inside one numba kernel
-over the packed game states of :mod:`uno_env.core`: each game's step is the compiled envs' one driver,
-:func:`uno_env.turn.play_turn` (the single env's compiled path runs it too), its reward core's one outcome table
-(:func:`uno_env.core.reward`), the observation is
-:func:`uno_env.observation.encode_seat_into` (the one definition of the encoding) and the ``counting`` belief
-features :func:`uno_env.observation.counting_state_features_into`. Python runs once per batch, not once per game.
+over the packed game states of :mod:`uno_env.core`: each game's step is the compiled step sequence's one driver,
+:func:`uno_env.core.play_turn` (the single env's compiled path and the playouts run it too), its reward core's one
+outcome table (:func:`uno_env.core.reward`), the observation is :func:`uno_env.observation.encode_seat_into` (the
+one definition of the encoding) and the ``counting`` belief features
+:func:`uno_env.observation.counting_state_features_into`. Python runs once per batch, not once per game.
 
 Randomness and seeds (docs/DECISIONS.md, "Native vector env"). Each sub-env owns a splitmix64 stream
 (:func:`uno_env.core.below`) that deals its games (:func:`uno_env.core.deal_into`), reshuffles, flips the coin
@@ -37,14 +37,14 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 from numba import njit
 
-from uno_env import core, turn
+from uno_env import core
 from uno_env.cards import CARD_NAMES, COLOURS, DRAW_ACTION, NUM_ACTIONS, NUM_CARD_TYPES, action_name
 from uno_env.game import IllegalActionError
 from uno_env.observation import BASE_SIZE, SeatObserver, counting_state_features_into, encode_seat_into
-from uno_env.turn import AGENT, OPPONENT
 
+AGENT, OPPONENT = 0, 1
 #: The built-in opponents the kernel plays, by code: core's table of compiled players (the index is the policy code
-#: :func:`uno_env.core.choose` plays); a :class:`CompiledOpponent` has the next code, :data:`uno_env.turn.EXTERNAL`.
+#: :func:`uno_env.core.choose` plays); a :class:`CompiledOpponent` has the next code, :data:`uno_env.core.EXTERNAL`.
 OPPONENTS: tuple[str, ...] = core.COMPILED_PLAYERS
 #: The largest weight of an opponent mix: weights are relative, so any mix is expressed below it, and their sum
 #: stays finite.
@@ -115,8 +115,9 @@ def _new_game(state: np.ndarray, stream: np.ndarray, ctl: np.ndarray, legal: np.
             while u >= settings.opponent_cdf[opponent]:
                 opponent += 1
         core.deal_into(state, stream, settings.first_player)
-        ctl[turn.ACTION] = turn.NO_ACTION
-        turn.play_turn(state, ctl, stream, None, opponent, chooser, params, legal, None)
+        ctl[core.ACTION] = core.NO_ACTION
+        ctl[core.POLICY1] = opponent
+        core.play_turn(state, ctl, stream, None, chooser, params, legal, None)
         # Going first, the opponent may (very rarely: a hand of skips and reverses) go out before the agent's first
         # decision. A vector env cannot report a game that ended at its reset, so that deal is dealt again.
         if state[core.OUTCOME] == core.RUNNING:
@@ -150,7 +151,7 @@ def _restart(games: Games, i: int, ctl: np.ndarray, legal: np.ndarray, settings:
 def _reset_kernel(games: Games, which: np.ndarray, settings: Settings, chooser, params: tuple, out: Outputs) -> None:
     """New games in the sub-envs where ``which`` is set; every observation and mask written."""
     legal = np.empty(NUM_ACTIONS, dtype=np.int64)
-    ctl = np.zeros(turn.CTL_SIZE, dtype=np.int64)
+    ctl = core.control(AGENT, True, 0, 0, _NO_LIMIT)  # the agent's decisions, forced ones too, are env steps
     for i in range(games.states.shape[0]):
         if which[i]:
             _restart(games, i, ctl, legal, settings, chooser, params)
@@ -159,11 +160,11 @@ def _reset_kernel(games: Games, which: np.ndarray, settings: Settings, chooser, 
 
 @njit(cache=True)
 def _step_kernel(games: Games, actions: np.ndarray, settings: Settings, chooser, params: tuple, out: Outputs) -> None:
-    """One step of every sub-env (see :meth:`UnoVectorEnv.step`): the driver (:func:`uno_env.turn.play_turn`) on each
+    """One step of every sub-env (see :meth:`UnoVectorEnv.step`): the driver (:func:`uno_env.core.play_turn`) on each
     game, then the episode's end and autoreset. ``out.masks`` holds the masks of the last step; an action outside it
     forfeits the game (``out.illegal[i]``); "raise" mode refused such actions before the call."""
     legal = np.empty(NUM_ACTIONS, dtype=np.int64)
-    ctl = np.zeros(turn.CTL_SIZE, dtype=np.int64)
+    ctl = core.control(AGENT, True, 0, 0, _NO_LIMIT)  # the agent's decisions, forced ones too, are env steps
     for i in range(games.states.shape[0]):
         state = games.states[i]
         out.rewards[i] = 0.0
@@ -174,8 +175,9 @@ def _step_kernel(games: Games, actions: np.ndarray, settings: Settings, chooser,
         else:
             action = actions[i]
             out.illegal[i] = not (0 <= action < NUM_ACTIONS and out.masks[i, action])
-            ctl[turn.ACTION] = turn.FORFEIT if out.illegal[i] else action  # UnoEnv's illegal_action="lose"
-            turn.play_turn(state, ctl, games.streams[i:i + 1], None, games.opponents[i], chooser, params, legal, None)
+            ctl[core.ACTION] = core.FORFEIT if out.illegal[i] else action  # UnoEnv's illegal_action="lose"
+            ctl[core.POLICY1] = games.opponents[i]
+            core.play_turn(state, ctl, games.streams[i:i + 1], None, chooser, params, legal, None)
             games.steps[i] += 1
             outcome = state[core.OUTCOME]
             if outcome != core.RUNNING:
