@@ -83,7 +83,7 @@ from typing import Any
 import numpy as np
 
 from agents.actor_kernels import actor_choice, forward
-from agents.search_kernels import Playouts, RootStats, Worlds, deal_worlds, run_root, select_root
+from agents.search_kernels import Playouts, deal_worlds, run_root, select_root
 from uno_env.belief import BeliefKind, make_belief
 from uno_env.cards import COPIES, NUM_ACTIONS, NUM_CARD_TYPES
 from uno_env.core import DECK, DECK_LEN, HANDS, RANDOM_POLICY, RULE_POLICY, STATE_SIZE, pack_state, seed_stream
@@ -340,11 +340,12 @@ class SearchPolicy:
         """
         if self._compiled_rollout is not None:
             # No tree below the root: the simulations run compiled, as many per call as there are worlds drawn.
+            # Plain tuples of the kernel's named fields: the dispatcher types them faster than NamedTuples (run_root).
             policy, opponent_policy = self._compiled_rollout
-            playouts = Playouts(float(self.exploration), policy, opponent_policy, _MAX_ROLLOUT_ACTIONS,
-                                self.leaf_moves or 0, float(self.prior or 0.0))
+            playouts = tuple(Playouts(float(self.exploration), policy, opponent_policy, _MAX_ROLLOUT_ACTIONS,
+                                      self.leaf_moves or 0, float(self.prior or 0.0)))
             while done < stop:
-                done = run_root(Worlds(worlds.states, worlds.seeds), root.stats(), done, stop, playouts, self._actor,
+                done = run_root((worlds.states, worlds.seeds), root.stats(), done, stop, playouts, self._actor,
                                 self.value, root.priors)
                 if done < stop:  # the next simulation needs a world not drawn yet
                     worlds.extend()
@@ -457,9 +458,10 @@ class _Root:
         self.visits[i] += 1
         self.totals[i] += reward
 
-    def stats(self) -> RootStats:
-        """The statistics as :func:`~agents.search_kernels.run_root` updates them (the same arrays, not copies)."""
-        return RootStats(self.actions, self.order, self.visits, self.totals, self.rewards)
+    def stats(self) -> tuple:
+        """The statistics as :func:`~agents.search_kernels.run_root` updates them (the same arrays, not copies): the
+        fields of a :class:`~agents.search_kernels.RootStats`, as a plain tuple (see ``run_root``)."""
+        return self.actions, self.order, self.visits, self.totals, self.rewards
 
     def rewards_of(self, i: int) -> np.ndarray:
         """Action ``i``'s rewards, world by world."""

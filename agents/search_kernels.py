@@ -148,20 +148,26 @@ class Playouts(NamedTuple):
 
 
 @njit(cache=True)
-def run_root(worlds: Worlds, root: RootStats, done: int, stop: int, playouts: Playouts, actor: tuple | None = None,
-             value: tuple | None = None, priors: np.ndarray | None = None) -> int:
+def run_root(worlds_fields: tuple, root_fields: tuple, done: int, stop: int, playouts_fields: tuple,
+             actor: tuple | None = None, value: tuple | None = None, priors: np.ndarray | None = None) -> int:
     """Run simulations number ``done`` to ``stop - 1``, each in one call of :func:`uno_env.core.simulate`.
 
-    The action of root index ``i`` is ``root.actions[i]``; the searching seat rolls out with the built-in
-    ``playouts.policy``, or with the network ``actor`` (:func:`agents.compiled_actor.actor_params`) unless it is
-    ``None``, the opponent with ``playouts.opponent_policy``. With the critic ``value`` too
+    World ``k`` is ``worlds.states[k]`` with its random stream seeded ``worlds.seeds[k]``; the action of root index
+    ``i`` is ``root.actions[i]``; the searching seat rolls out with the built-in ``playouts.policy``, or with the
+    network ``actor`` (:func:`agents.compiled_actor.actor_params`) unless it is ``None``, the opponent with
+    ``playouts.opponent_policy``. With the critic ``value`` too
     (:func:`agents.compiled_actor.value_params`), each simulation stops after ``playouts.leaf_moves`` of the searching
     seat's decisions and the critic scores it (:func:`leaf_reward`). ``priors`` and ``playouts.prior`` select the
     root actions by PUCT (:func:`select_root`).
     Updates ``root``'s ``visits``, ``totals`` and ``rewards`` in place and returns the count of simulations done,
     which is less than ``stop`` when the next one needs a world beyond ``worlds``: the caller draws more worlds and
     calls again, so the simulations are the same as in one call.
+
+    ``worlds_fields``, ``root_fields`` and ``playouts_fields`` are a :class:`Worlds`, :class:`RootStats` and
+    :class:`Playouts` or plain tuples of their fields in order: numba's dispatcher types a NamedTuple argument on a slow
+    path (about 10 us a call, measured), which a search with a time budget, one call per simulation, would pay.
     """
+    worlds, root, playouts = Worlds(*worlds_fields), RootStats(*root_fields), Playouts(*playouts_fields)
     states, seeds, actions = worlds.states, worlds.seeds, root.actions
     visits, totals = root.visits, root.totals
     opponent_policy, max_actions = playouts.opponent_policy, playouts.max_actions

@@ -237,8 +237,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("guided", "the critic's value not clipped", "agents/actor_kernels.py",
              (("return min(max(float(value), -1.0), 1.0)", "return float(value)"),), GUIDED),
     Mutation("guided", "the network's rollouts play the first legal move", "agents/actor_kernels.py",
-             (("apply_action(game, actor_choice(game, legal, n, params), stream)",
-               "apply_action(game, legal[0], stream)"),), GUIDED + ("tests/test_compiled_actor.py",)),
+             (("ctl[ACTION] = actor_choice(game, legal, ctl[CHOICES], params)", "ctl[ACTION] = legal[0]"),),
+             GUIDED + ("tests/test_compiled_actor.py",)),
     # --- issue 31: the opponent models' likelihood (uno_env/belief/models.py, trajectory.py)
     Mutation("likelihood", "the filter's kernels log the mover's own hand size", "uno_env/belief/trajectory.py",
              (("row[OPP] = 0 if decision is None else decision.opponent_hand_size",

@@ -147,9 +147,14 @@ def _restart(games: Games, i: int, ctl: np.ndarray, legal: np.ndarray, settings:
     games.ended[i] = False
 
 
+# The kernels called from Python take the fields of Games, Settings and Outputs as plain tuples and name them inside:
+# numba's dispatcher types a NamedTuple argument on a slow path, about 10 us a call here (measured against a plain
+# tuple of the same arrays, which costs as little as separate arguments), too much for a step of a few games.
 @njit(cache=True)
-def _reset_kernel(games: Games, which: np.ndarray, settings: Settings, chooser, params: tuple, out: Outputs) -> None:
+def _reset_kernel(games_fields: tuple, which: np.ndarray, settings_fields: tuple, chooser, params: tuple,
+                  out_fields: tuple) -> None:
     """New games in the sub-envs where ``which`` is set; every observation and mask written."""
+    games, settings, out = Games(*games_fields), Settings(*settings_fields), Outputs(*out_fields)
     legal = np.empty(NUM_ACTIONS, dtype=np.int64)
     ctl = core.control(AGENT, True, 0, 0, _NO_LIMIT)  # the agent's decisions, forced ones too, are env steps
     for i in range(games.states.shape[0]):
@@ -159,10 +164,12 @@ def _reset_kernel(games: Games, which: np.ndarray, settings: Settings, chooser, 
 
 
 @njit(cache=True)
-def _step_kernel(games: Games, actions: np.ndarray, settings: Settings, chooser, params: tuple, out: Outputs) -> None:
+def _step_kernel(games_fields: tuple, actions: np.ndarray, settings_fields: tuple, chooser, params: tuple,
+                 out_fields: tuple) -> None:
     """One step of every sub-env (see :meth:`UnoVectorEnv.step`): the driver (:func:`uno_env.core.play_turn`) on each
     game, then the episode's end and autoreset. ``out.masks`` holds the masks of the last step; an action outside it
     forfeits the game (``out.illegal[i]``); "raise" mode refused such actions before the call."""
+    games, settings, out = Games(*games_fields), Settings(*settings_fields), Outputs(*out_fields)
     legal = np.empty(NUM_ACTIONS, dtype=np.int64)
     ctl = core.control(AGENT, True, 0, 0, _NO_LIMIT)  # the agent's decisions, forced ones too, are env steps
     for i in range(games.states.shape[0]):
@@ -314,14 +321,16 @@ class UnoVectorEnv(VectorEnv):
                             success=np.zeros(n, dtype=np.bool_), illegal=np.zeros(n, dtype=np.bool_),
                             finished_by=np.zeros(n, dtype=np.int64),
                             final_obs=np.zeros((n if mode == AutoresetMode.SAME_STEP else 1, size), dtype=np.float32))
+        self._out_fields = tuple(self._out)  # what the kernels take (see _reset_kernel)
 
-    def _games(self) -> Games:
-        return Games(self._states, self._streams, self._opponents, self._steps, self._ended)
+    def _games_fields(self) -> tuple:
+        """:class:`Games`' fields, as the kernels take them (see ``_reset_kernel``)."""
+        return self._states, self._streams, self._opponents, self._steps, self._ended
 
-    def _settings(self) -> Settings:
+    def _settings_fields(self, mode: int) -> tuple:
+        """:class:`Settings`' fields under autoreset ``mode``, as the kernels take them."""
         max_steps = _NO_LIMIT if self.max_episode_steps is None else self.max_episode_steps
-        return Settings(self._opponent_cdf, _FIRST_PLAYER[self.first_player], max_steps,
-                        _AUTORESET[self.metadata["autoreset_mode"]], self.belief == "counting")
+        return self._opponent_cdf, _FIRST_PLAYER[self.first_player], max_steps, mode, self.belief == "counting"
 
     @staticmethod
     def _mix(opponent: str | Mapping[str, float]) -> dict[str, float]:
@@ -396,7 +405,8 @@ class UnoVectorEnv(VectorEnv):
                 self._streams[which] = streams[which]
         elif self._streams is None:
             self._streams = self.np_random.integers(0, 2**64, size=self.num_envs, dtype=np.uint64, endpoint=False)
-        _reset_kernel(self._games(), which, self._settings(), self._chooser, self._params, self._out)
+        _reset_kernel(self._games_fields(), which, self._settings_fields(_AUTORESET[self.metadata["autoreset_mode"]]),
+                      self._chooser, self._params, self._out_fields)
         return self._obs.copy(), {"action_mask": self._masks.copy()}
 
     def _seeds(self, seed: int | Sequence[int] | None) -> list[int] | None:
@@ -425,7 +435,8 @@ class UnoVectorEnv(VectorEnv):
                                "autoreset_mode DISABLED, reset(options={'reset_mask': mask}) them before stepping")
         if self.illegal_action == "raise":
             self._check_legal(actions)
-        _step_kernel(self._games(), actions, self._settings(), self._chooser, self._params, self._out)
+        _step_kernel(self._games_fields(), actions, self._settings_fields(mode), self._chooser, self._params,
+                     self._out_fields)
         return (self._obs.copy(), self._out.rewards.copy(), self._out.terminated.copy(), self._out.truncated.copy(),
                 self._step_info(mode))
 
