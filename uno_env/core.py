@@ -13,6 +13,12 @@ Two layers:
   (:func:`rule_action`, which :class:`~uno_env.opponents.RulePolicy` calls), and a playout to the end of the
   game with a built-in policy for each seat (:func:`playout`; :func:`simulate`, the search player's rollouts;
   :func:`advance`, which stops where another player, compiled elsewhere, chooses).
+* **The driver**, :func:`play_turn`: the one loop that moves seats through turns (issue 28). The single env's
+  compiled path (:mod:`uno_env.single`), the native vector env (:mod:`uno_env.vector`) and :func:`advance` (so every
+  playout) call it; what differs between them is data in its control vector (where to stop, each seat's player, a
+  budget) and arguments that may be ``None`` (the Python generators' draws, a compiled chooser, the event log).
+* **The outcome table**, :data:`OUTCOME_REWARD` (:func:`reward`): a game's outcome as each seat's reward, which the
+  envs pay and the search player maps onto 0..1.
 
 Why policies are codes, not compiled functions passed in: numba compiles a kernel for each function argument
 anew in every process (the cache does not recognise the function type again), which cost 8 s per process.
@@ -477,42 +483,45 @@ def play_turn(state: np.ndarray, ctl: np.ndarray, stream: np.ndarray, words: np.
     :data:`DONE` (``ctl[CHOICES]`` then says how many legal actions the stop seat has, 0 unless it stopped at a
     choice), or what Python must do first.
     """
+    # The fields the loop reads at every move are held in locals and written back at every exit.
+    stop_seat, stop_forced, budget = ctl[STOP_SEAT], ctl[STOP_FORCED], ctl[BUDGET]
+    action = ctl[ACTION]
     ctl[CHOICES] = 0
-    if ctl[ACTION] == FORFEIT:  # nothing is logged, as Game's forfeit
-        state[OUTCOME] = 1 - ctl[STOP_SEAT]
-        ctl[ACTION] = NO_ACTION
+    if action == FORFEIT:  # nothing is logged, as Game's forfeit
+        state[OUTCOME] = 1 - stop_seat
+        action = NO_ACTION
     while state[OUTCOME] == RUNNING:
         seat = state[CURRENT]
-        if ctl[ACTION] == NO_ACTION:
-            if ctl[BUDGET] <= 0 or (seat == ctl[STOP_SEAT] and ctl[STOP_FORCED]):
+        if action == NO_ACTION:
+            if budget <= 0 or (seat == stop_seat and stop_forced):
                 break
             n = legal_actions_into(state, legal)
             if n == 1:  # a forced move: the players draw no random number for it
-                ctl[ACTION] = legal[0]
-            elif seat == ctl[STOP_SEAT]:
+                action = legal[0]
+            elif seat == stop_seat:
                 ctl[CHOICES] = n
                 break
             else:
                 policy = ctl[POLICY0] if seat == 0 else ctl[POLICY1]
                 if words is not None and policy == RANDOM_POLICY:
                     if ctl[WORD] + MIN_WORDS > len(words):
+                        ctl[ACTION], ctl[BUDGET] = NO_ACTION, budget
                         return NEED_WORDS
                     choice, ctl[WORD] = generator_below(words, ctl[WORD], n)
-                    ctl[ACTION] = legal[choice]
+                    action = legal[choice]
                 elif chooser is not None and policy == EXTERNAL:
-                    ctl[ACTION] = chooser(state, legal, n, params)
+                    action = chooser(state, legal, n, params)
                 else:  # choose raises on a code it does not know: never another player
-                    ctl[ACTION] = choose(state, legal, n, policy, stream)
-            ctl[BUDGET] -= 1
-        action = ctl[ACTION]
+                    action = choose(state, legal, n, policy, stream)
+            budget -= 1
         if action == DRAW_ACTION:
             count, reshuffle, possible = compiled_draw_plan(state[PENDING], state[DECK_LEN], state[DISCARD_LEN])
             if reshuffle and not ctl[SHUFFLED]:  # as Game: gather, shuffle, log, then draw
                 deck_len = gather_discard(state)
                 if log is not None:
                     _log(log, ctl, LOGGED_RESHUFFLE, -1, 0, -1)
-                ctl[SHUFFLED] = 1
                 if words is not None:
+                    ctl[SHUFFLED], ctl[ACTION], ctl[BUDGET] = 1, action, budget
                     return NEED_SHUFFLE
                 shuffle(state[DECK:DECK + deck_len], stream)
             ctl[SHUFFLED] = 0
@@ -526,7 +535,8 @@ def play_turn(state: np.ndarray, ctl: np.ndarray, stream: np.ndarray, words: np.
             play_card(state, action)
             if log is not None:
                 _log(log, ctl, LOGGED_PLAY, seat, state[DISCARD + state[DISCARD_LEN] - 1], state[COLOUR])
-        ctl[ACTION] = NO_ACTION
+        action = NO_ACTION
+    ctl[ACTION], ctl[BUDGET] = NO_ACTION, budget
     return DONE
 
 

@@ -51,6 +51,8 @@ _REFILL_WORDS = 128
 # than 108 in a row), a reshuffle and a draw. 256 rows hold any step.
 _LOG_ROWS = 256
 _NO_LIMIT = 2**62
+# The agent's row of core's outcome table, by outcome code - RUNNING, as Python floats (read at every step).
+_AGENT_REWARD = tuple(core.OUTCOME_REWARD[AGENT].tolist())
 
 
 @njit(cache=True)
@@ -150,7 +152,7 @@ class CompiledGame:
         # Game.outcome's codes: None while running, else the winning seat or -1 (drawn); from the agent's seat 0
         # they are also uno_env.view's WIN, LOSS and DRAWN.
         self.outcome = None if report[_OUTCOME] == core.RUNNING else report[_OUTCOME]
-        self.reward = float(core.OUTCOME_REWARD[AGENT, report[_OUTCOME] - core.RUNNING])
+        self.reward = _AGENT_REWARD[report[_OUTCOME] - core.RUNNING]
 
     def forfeit(self) -> None:
         """The agent loses at once (an illegal action under ``illegal_action="lose"``), as :meth:`Game.forfeit`."""
