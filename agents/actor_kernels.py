@@ -6,8 +6,8 @@ encodes the seat to move as the env does (:func:`uno_env.observation.encode_stat
 encoding) and runs the layers. :func:`actor_choice` plays the legal action with the highest logit, which is what
 :class:`~agents.ppo.PPOPolicy` plays with ``deterministic=True``; :func:`value_of` is the critic's estimate of the
 position for the seat to move. :func:`actor_play` continues a game with the actor on one seat and a built-in
-policy on the other (the engine's :func:`uno_env.core.advance` plays everything between two of the actor's
-choices) for a number of the actor's choices, and :func:`actor_simulate` plays a game so to its end. The weights
+policy on the other (the engine's one driver, :func:`uno_env.core.play_turn`, plays everything between two of the
+actor's choices) for a number of the actor's choices, and :func:`actor_simulate` plays a game so to its end. The weights
 come from :func:`agents.compiled_actor.actor_params` and :func:`agents.compiled_actor.value_params`.
 
 They live apart from that reader because it needs torch and they do not: the search player
@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 
 from uno_env.cards import NUM_ACTIONS
-from uno_env.core import OUTCOME, advance, apply_action, legal_actions_into
+from uno_env.core import ACTION, BUDGET, CHOICES, OUTCOME, apply_action, control, legal_actions_into, play_turn
 from uno_env.observation import encode_state_into
 
 #: Hidden-layer activations :func:`forward` computes, by code.
@@ -88,15 +88,18 @@ def actor_play(game: np.ndarray, seat: int, other_policy: int, params: tuple, st
     by the built-in ``other_policy``, up to ``seat``'s next choice after them.
 
     Returns how many legal actions ``seat`` then has (written to ``legal``), or 0 once the game is over or
-    ``max_actions`` other moves ran between two of the actor's choices.
+    ``max_actions`` other moves ran between two of the actor's choices. The engine's one driver,
+    :func:`uno_env.core.play_turn`, plays each choice and everything up to the next.
     """
-    n = advance(game, seat, other_policy, other_policy, stream, legal, max_actions)
+    ctl = control(seat, False, other_policy, other_policy, max_actions)
+    play_turn(game, ctl, stream, None, None, (), legal, None)
     for _ in range(moves):
-        if n == 0:
+        if ctl[CHOICES] == 0:
             break
-        apply_action(game, actor_choice(game, legal, n, params), stream)
-        n = advance(game, seat, other_policy, other_policy, stream, legal, max_actions)
-    return n
+        ctl[ACTION] = actor_choice(game, legal, ctl[CHOICES], params)
+        ctl[BUDGET] = max_actions
+        play_turn(game, ctl, stream, None, None, (), legal, None)
+    return ctl[CHOICES]
 
 
 @njit(cache=True)

@@ -83,7 +83,7 @@ from typing import Any
 import numpy as np
 
 from agents.actor_kernels import actor_choice, forward
-from agents.search_kernels import deal_worlds, run_root, select_root
+from agents.search_kernels import Playouts, deal_worlds, run_root, select_root
 from uno_env.belief import BeliefKind, LearnedOpponent, OpponentModelSetting, check_opponent_model, make_belief
 from uno_env.cards import COPIES, NUM_ACTIONS, NUM_CARD_TYPES
 from uno_env.core import DECK, DECK_LEN, HANDS, RANDOM_POLICY, RULE_POLICY, STATE_SIZE, pack_state, seed_stream
@@ -347,11 +347,13 @@ class SearchPolicy:
         """
         if self._compiled_rollout is not None:
             # No tree below the root: the simulations run compiled, as many per call as there are worlds drawn.
+            # Plain tuples of the kernel's named fields: the dispatcher types them faster than NamedTuples (run_root).
+            policy, opponent_policy = self._compiled_rollout
+            playouts = tuple(Playouts(float(self.exploration), policy, opponent_policy, _MAX_ROLLOUT_ACTIONS,
+                                      self.leaf_moves or 0, float(self.prior or 0.0)))
             while done < stop:
-                done = run_root(worlds.states, worlds.seeds, root.actions, root.order, root.visits, root.totals,
-                                root.rewards, done, stop, self.exploration, *self._compiled_rollout, self._actor,
-                                _MAX_ROLLOUT_ACTIONS, self.value, self.leaf_moves or 0, root.priors,
-                                self.prior or 0.0)
+                done = run_root((worlds.states, worlds.seeds), root.stats(), done, stop, playouts, self._actor,
+                                self.value, root.priors)
                 if done < stop:  # the next simulation needs a world not drawn yet
                     worlds.extend()
                     root.fit(len(worlds))
@@ -462,6 +464,11 @@ class _Root:
         self.rewards[i, self.visits[i]] = reward
         self.visits[i] += 1
         self.totals[i] += reward
+
+    def stats(self) -> tuple:
+        """The statistics as :func:`~agents.search_kernels.run_root` updates them (the same arrays, not copies): the
+        fields of a :class:`~agents.search_kernels.RootStats`, as a plain tuple (see ``run_root``)."""
+        return self.actions, self.order, self.visits, self.totals, self.rewards
 
     def rewards_of(self, i: int) -> np.ndarray:
         """Action ``i``'s rewards, world by world."""

@@ -24,6 +24,7 @@ the ``k``-th simulation of every action runs in world ``k``, so ``rewards[i, :vi
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -39,6 +40,7 @@ from uno_env.core import (
     OUTCOME,
     apply_action,
     next_u64,
+    reward,
     shuffle,
     simulate,
 )
@@ -82,12 +84,9 @@ def select_root(visits: np.ndarray, totals: np.ndarray, order: np.ndarray, done:
 
 @njit(cache=True)
 def reward_of(outcome: int) -> float:
-    """The searching seat's reward of a simulated game's outcome: win 1, loss 0, draw (or unfinished) 1/2."""
-    if outcome == _ME:
-        return 1.0
-    if outcome == _OPPONENT:
-        return 0.0
-    return 0.5
+    """The searching seat's reward of a simulated game's outcome: core's outcome table (:func:`uno_env.core.reward`)
+    mapped onto 0..1, so win 1, loss 0, draw (or unfinished) 1/2."""
+    return (reward(outcome, _ME) + 1.0) / 2.0
 
 
 @njit(cache=True)
@@ -118,39 +117,77 @@ def leaf_reward(state: np.ndarray, action: int, opponent_policy: int, actor: tup
     return value_reward(game, value)
 
 
+class Worlds(NamedTuple):
+    """The determinizations as :func:`run_root` reads them: world ``k`` is ``states[k]`` (a packed state) with its
+    simulation's random stream seeded ``seeds[k]``."""
+
+    states: np.ndarray  # (K, STATE_SIZE) int64
+    seeds: np.ndarray  # (K,) uint64
+
+
+class RootStats(NamedTuple):
+    """The root's statistics (module docstring), by the index ``i`` of each action among the legal ones."""
+
+    actions: np.ndarray  # (A,) int64: the action of root index i
+    order: np.ndarray  # the root indices the first simulations try, each once
+    visits: np.ndarray  # (A,) int64
+    totals: np.ndarray  # (A,) float64: summed rewards
+    rewards: np.ndarray  # (A, K) float64: rewards[i, k], action i's reward in world k
+
+
+class Playouts(NamedTuple):
+    """How :func:`run_root` selects and plays its simulations (the scalars; the network's weights, when one guides
+    them, are :func:`run_root`'s own arguments, so numba drops their branches when they are ``None``)."""
+
+    exploration: float  # UCB1's constant
+    policy: int  # the searching seat's built-in rollout policy (a code of uno_env.core.COMPILED_PLAYERS)
+    opponent_policy: int  # the opponent's
+    max_actions: int  # a simulation's bound on actions
+    leaf_moves: int  # with a critic: the searching seat's decisions played before it scores (leaf_reward)
+    prior: float  # PUCT's constant, with priors
+
+
 @njit(cache=True)
-def run_root(states: np.ndarray, seeds: np.ndarray, actions: np.ndarray, order: np.ndarray, visits: np.ndarray,
-             totals: np.ndarray, rewards: np.ndarray, done: int, stop: int, exploration: float, policy: int,
-             opponent_policy: int, actor: tuple | None, max_actions: int, value: tuple | None = None,
-             leaf_moves: int = 0, priors: np.ndarray | None = None, prior: float = 0.0) -> int:
+def run_root(worlds_fields: tuple, root_fields: tuple, done: int, stop: int, playouts_fields: tuple,
+             actor: tuple | None = None, value: tuple | None = None, priors: np.ndarray | None = None) -> int:
     """Run simulations number ``done`` to ``stop - 1``, each in one call of :func:`uno_env.core.simulate`.
 
-    World ``k`` is ``states[k]`` with the random stream seeded ``seeds[k]``; the action of root index ``i`` is
-    ``actions[i]``; the searching seat rolls out with the built-in ``policy``, or with the network ``actor``
-    (:func:`agents.compiled_actor.actor_params`) unless it is ``None``, the opponent with ``opponent_policy``.
-    With the critic ``value`` too (:func:`agents.compiled_actor.value_params`), each simulation stops after
-    ``leaf_moves`` of the searching seat's decisions and the critic scores it (:func:`leaf_reward`). ``priors`` and
-    ``prior`` select the root actions by PUCT (:func:`select_root`).
-    Updates ``visits``, ``totals`` and ``rewards`` in place and returns the count of simulations done, which is less
-    than ``stop`` when the next one needs a world beyond ``states``: the caller draws more worlds and calls again,
-    so the simulations are the same as in one call.
+    World ``k`` is ``worlds.states[k]`` with its random stream seeded ``worlds.seeds[k]``; the action of root index
+    ``i`` is ``root.actions[i]``; the searching seat rolls out with the built-in ``playouts.policy``, or with the
+    network ``actor`` (:func:`agents.compiled_actor.actor_params`) unless it is ``None``, the opponent with
+    ``playouts.opponent_policy``. With the critic ``value`` too
+    (:func:`agents.compiled_actor.value_params`), each simulation stops after ``playouts.leaf_moves`` of the searching
+    seat's decisions and the critic scores it (:func:`leaf_reward`). ``priors`` and ``playouts.prior`` select the
+    root actions by PUCT (:func:`select_root`).
+    Updates ``root``'s ``visits``, ``totals`` and ``rewards`` in place and returns the count of simulations done,
+    which is less than ``stop`` when the next one needs a world beyond ``worlds``: the caller draws more worlds and
+    calls again, so the simulations are the same as in one call.
+
+    ``worlds_fields``, ``root_fields`` and ``playouts_fields`` are a :class:`Worlds`, :class:`RootStats` and
+    :class:`Playouts` or plain tuples of their fields in order: numba's dispatcher types a NamedTuple argument on a slow
+    path (about 10 us a call, measured), which a search with a time budget, one call per simulation, would pay.
     """
+    worlds, root, playouts = Worlds(*worlds_fields), RootStats(*root_fields), Playouts(*playouts_fields)
+    states, seeds, actions = worlds.states, worlds.seeds, root.actions
+    visits, totals = root.visits, root.totals
+    opponent_policy, max_actions = playouts.opponent_policy, playouts.max_actions
     n_worlds = len(states)
     while done < stop:
-        i = select_root(visits, totals, order, done, exploration, priors, prior)
+        i = select_root(visits, totals, root.order, done, playouts.exploration, priors, playouts.prior)
         k = visits[i]
         if k == n_worlds:
             break
         # numba compiles the branches of the actor's and the critic's types only: None keeps the built-in playouts
         if actor is None:
-            reward = reward_of(simulate(states[k], actions[i], policy, opponent_policy, seeds[k], max_actions))
+            reward = reward_of(simulate(states[k], actions[i], playouts.policy, opponent_policy, seeds[k],
+                                        max_actions))
         elif value is None:
             reward = reward_of(actor_simulate(states[k], actions[i], _ME, opponent_policy, actor, seeds[k],
                                               max_actions))
         else:
-            reward = leaf_reward(states[k], actions[i], opponent_policy, actor, value, leaf_moves, seeds[k],
+            reward = leaf_reward(states[k], actions[i], opponent_policy, actor, value, playouts.leaf_moves, seeds[k],
                                  max_actions)
-        rewards[i, k] = reward
+        root.rewards[i, k] = reward
         visits[i] += 1
         totals[i] += reward
         done += 1

@@ -19,7 +19,7 @@ from agents.actor_kernels import actor_simulate, value_of
 from agents.compiled_actor import actor_params, value_params
 from agents.ppo import PPOPolicy
 from agents.search import OracleSearchPolicy, SearchPolicy, _Root, _Worlds
-from agents.search_kernels import leaf_reward, reward_of, run_root, select_root, value_reward
+from agents.search_kernels import Playouts, Worlds, leaf_reward, reward_of, run_root, select_root, value_reward
 from uno_env import UnoEnv, core
 from uno_env.game import Game
 from uno_env.observation import SeatObserver
@@ -227,9 +227,9 @@ def test_with_a_prior_the_kth_simulation_of_every_action_still_runs_in_world_k()
     root = _Root(view.legal_actions, np.array([2, 0, 1]))
     done = 0
     while done < 150:
-        done = run_root(worlds.states, worlds.seeds, root.actions, root.order, root.visits, root.totals, root.rewards,
-                        done, 150, 0.7, core.RANDOM_POLICY, core.RULE_POLICY, actor, 3000, None, 0,
-                        np.array([0.2, 0.2, 0.6]), 2.0)
+        done = run_root(Worlds(worlds.states, worlds.seeds), root.stats(), done, 150,
+                        Playouts(0.7, core.RANDOM_POLICY, core.RULE_POLICY, 3000, 0, 2.0), actor, None,
+                        np.array([0.2, 0.2, 0.6]))
         worlds.extend()
         root.fit(len(worlds))
     assert root.visits.sum() == 150 and (root.visits >= 3).all()

@@ -18,7 +18,7 @@ from agents.actor_kernels import actor_simulate
 from agents.compiled_actor import actor_params
 from agents.ppo import PPOPolicy
 from agents.search import OracleSearchPolicy, SearchPolicy, _Root, _Worlds
-from agents.search_kernels import reward_of, run_root
+from agents.search_kernels import Playouts, Worlds, reward_of, run_root
 from uno_env import UnoEnv, core
 from uno_env.cards import COPIES
 from uno_env.game import Game
@@ -100,8 +100,8 @@ def test_the_compiled_root_loop_runs_the_kth_simulation_of_every_action_in_world
     root = _Root(view.legal_actions, np.array([2, 0, 1]))
     done = 0
     while done < 150:  # a run stops early when an action needs a world not drawn yet
-        done = run_root(worlds.states, worlds.seeds, root.actions, root.order, root.visits, root.totals,
-                        root.rewards, done, 150, 0.7, policy, opponent_policy, actor, 3000)
+        done = run_root(Worlds(worlds.states, worlds.seeds), root.stats(), done, 150,
+                        Playouts(0.7, policy, opponent_policy, 3000, 0, 0.0), actor)
         worlds.extend()
         root.fit(len(worlds))
     assert root.visits.sum() == 150 and (root.visits >= 5).all()

@@ -13,11 +13,11 @@ import pytest
 from uno_testlib import capped, same
 
 import uno_env.single
+from uno_env.core import generator_below
 from uno_env.env import UnoEnv
 from uno_env.game import IllegalActionError
 from uno_env.match import play_game
 from uno_env.opponents import RandomPolicy, RulePolicy
-from uno_env.single import generator_below
 
 
 class PythonRandom(RandomPolicy):

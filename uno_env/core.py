@@ -13,6 +13,12 @@ Two layers:
   (:func:`rule_action`, which :class:`~uno_env.opponents.RulePolicy` calls), and a playout to the end of the
   game with a built-in policy for each seat (:func:`playout`; :func:`simulate`, the search player's rollouts;
   :func:`advance`, which stops where another player, compiled elsewhere, chooses).
+* **The driver**, :func:`play_turn`: the one loop that moves seats through turns (issue 28). The single env's
+  compiled path (:mod:`uno_env.single`), the native vector env (:mod:`uno_env.vector`) and :func:`advance` (so every
+  playout) call it; what differs between them is data in its control vector (where to stop, each seat's player, a
+  budget) and arguments that may be ``None`` (the Python generators' draws, a compiled chooser, the event log).
+* **The outcome table**, :data:`OUTCOME_REWARD` (:func:`reward`): a game's outcome as each seat's reward, which the
+  envs pay and the search player maps onto 0..1.
 
 Why policies are codes, not compiled functions passed in: numba compiles a kernel for each function argument
 anew in every process (the cache does not recognise the function type again), which cost 8 s per process.
@@ -69,6 +75,11 @@ RANDOM_POLICY, RULE_POLICY = COMPILED_PLAYERS.index("random"), COMPILED_PLAYERS.
 #: Outcome codes: a running game (the kernels' stand-in for ``Game.outcome is None``), a drawn game; else the
 #: winning seat.
 RUNNING, DRAWN = -2, -1
+#: The one outcome table: ``OUTCOME_REWARD[seat, outcome - RUNNING]`` is ``seat``'s reward for a game's outcome
+#: code, +1 a win, -1 a loss, 0 a drawn game or one still running. The envs pay it as it is (:func:`reward`) and
+#: the search player maps it onto 0..1 (``agents.search_kernels.reward_of``); no other place restates it.
+OUTCOME_REWARD = np.array([[0.0, 0.0, 1.0, -1.0],    # seat 0: RUNNING, DRAWN, seat 0 won, seat 1 won
+                           [0.0, 0.0, -1.0, 1.0]])   # seat 1
 
 # ---------------------------------------------------------------------- packed state layout
 _N = NUM_CARD_TYPES
@@ -132,6 +143,12 @@ def draw_impossible_outcome(seat: int, mine: int, theirs: int) -> int:
     if mine == theirs:
         return DRAWN
     return seat if mine < theirs else 1 - seat
+
+
+@njit(cache=True)
+def reward(outcome: int, seat: int) -> float:
+    """``seat``'s reward for the outcome code ``outcome``: a read of :data:`OUTCOME_REWARD` (compiled and Python)."""
+    return OUTCOME_REWARD[seat, outcome - RUNNING]
 
 
 _after_play = njit(cache=True)(after_play)
@@ -377,6 +394,152 @@ def choose(state: np.ndarray, legal: np.ndarray, n: int, policy: int, stream: np
     raise ValueError("choose: a policy code outside uno_env.core.COMPILED_PLAYERS")
 
 
+# ---------------------------------------------------------------------- the driver: play on until a seat's decision
+# The compiled step sequence exists once, here (issue 28): the native vector env, the single env's compiled path and
+# the playouts of the search player and its network all play their games on with play_turn.
+#: The opponent code of a chooser compiled elsewhere (a checkpoint's actor): the one after :data:`COMPILED_PLAYERS`.
+EXTERNAL = len(COMPILED_PLAYERS)
+#: ``ctl[ACTION]`` besides a legal action: none (the driver chooses, or stops), and the stop seat's forfeit.
+NO_ACTION, FORFEIT = -1, -2
+#: What :func:`play_turn` returns: done, or what Python must do before the next call (only with ``words``: shuffle the
+#: deck's cards with the game's ``Generator``, or append random words).
+DONE, NEED_SHUFFLE, NEED_WORDS = 0, 1, 2
+#: The driver's control vector ``ctl`` (int64), by field: the action under way; whether the draw under way had its
+#: reshuffle; the next unused random word; the events logged; the seat whose decisions stop the driver (-1: none, play
+#: to the end); whether that seat's forced moves stop it too (the envs: a forced draw is the agent's decision); the
+#: actions the driver may still choose; each seat's player (a code of COMPILED_PLAYERS, or EXTERNAL); and, when it
+#: stopped at the stop seat's choice, how many legal actions that seat has (written to ``legal``), else 0. Callers may
+#: append fields of their own after CTL_SIZE (the single env's report).
+ACTION, SHUFFLED, WORD, EVENTS, STOP_SEAT, STOP_FORCED, BUDGET, POLICY0, POLICY1, CHOICES = range(10)
+CTL_SIZE = 10
+#: The event log, a row per public event: its kind, the seat (absolute), the card played or the count drawn, the
+#: colour in force after a play (-1 otherwise), then up to 4 drawn cards in draw order. The kinds are core's own
+#: codes: uno_env.single turns the rows into uno_env.view's events.
+LOGGED_PLAY, LOGGED_DRAW, LOGGED_RESHUFFLE = range(3)
+KIND, SEAT, VALUE, LOG_COLOUR, DRAWN_CARDS = range(5)
+LOG_WIDTH = DRAWN_CARDS + 4
+#: The ``random`` player's choices on a Python generator's draws take one 32-bit word each (Lemire's method rejects a
+#: word with odds below 2**-26 here); the driver asks for more below this many, so a choice never runs out halfway.
+MIN_WORDS = 8
+
+
+@njit(cache=True)
+def control(stop_seat: int, stop_forced: bool, policy0: int, policy1: int, budget: int) -> np.ndarray:
+    """A fresh control vector for :func:`play_turn` (fields above): no action under way, nothing logged."""
+    ctl = np.zeros(CTL_SIZE, dtype=np.int64)
+    ctl[ACTION] = NO_ACTION
+    ctl[STOP_SEAT] = stop_seat
+    ctl[STOP_FORCED] = stop_forced
+    ctl[BUDGET] = budget
+    ctl[POLICY0] = policy0
+    ctl[POLICY1] = policy1
+    return ctl
+
+
+@njit(cache=True)
+def generator_below(words: np.ndarray, position: int, n: int) -> tuple[int, int]:
+    """``numpy.random.Generator.integers(n)`` (``1 < n < 2**32``) computed from that generator's next 32-bit draws
+    ``words[position:]``, as numpy's C code does (Lemire's method with rejection); ``(value, next position)``."""
+    bound = np.uint64(n)
+    product = np.uint64(words[position]) * bound
+    position += 1
+    if (product & np.uint64(0xFFFFFFFF)) < bound:
+        threshold = (np.uint64(0x100000000) - bound) % bound  # numpy's (UINT32_MAX - rng) % rng_excl
+        while (product & np.uint64(0xFFFFFFFF)) < threshold:
+            product = np.uint64(words[position]) * bound
+            position += 1
+    return int(product >> np.uint64(32)), position
+
+
+@njit(cache=True)
+def _log(log: np.ndarray, ctl: np.ndarray, kind: int, seat: int, value: int, colour: int) -> int:
+    row = ctl[EVENTS]
+    ctl[EVENTS] = row + 1
+    log[row, KIND], log[row, SEAT], log[row, VALUE], log[row, LOG_COLOUR] = kind, seat, value, colour
+    return row
+
+
+@njit(cache=True)
+def play_turn(state: np.ndarray, ctl: np.ndarray, stream: np.ndarray, words: np.ndarray | None, chooser,
+              params: tuple, legal: np.ndarray, log: np.ndarray | None) -> int:
+    """Play ``ctl[ACTION]`` (a legal action of the seat to move, :data:`FORFEIT` or :data:`NO_ACTION`), then every
+    move up to the stop seat's next decision (``ctl[STOP_SEAT]``), the game's end, or ``ctl[BUDGET]`` moves.
+
+    The moves are the players' of ``ctl[POLICY0]`` / ``ctl[POLICY1]``: :func:`choose` for a code of
+    :data:`COMPILED_PLAYERS`; ``chooser(state, legal, n, params)`` for :data:`EXTERNAL`. Every forced move (a single
+    legal action) is played without asking, the stop seat's too unless ``ctl[STOP_FORCED]``. Numba compiles a version
+    for each kind of argument, and an argument that is ``None`` drops its branches:
+
+    * ``words`` ``None``: every random draw (the ``random`` player's choices, the reshuffles) comes from the kernel
+      ``stream``. ``words`` an array: the draws are the Python generators' (the single env, whose games must be
+      :class:`~uno_env.game.Game`'s seed for seed): the ``random`` player's choices come from its generator's 32-bit
+      draws (:func:`generator_below`), and a reshuffle returns :data:`NEED_SHUFFLE` for Python to shuffle
+      ``state[DECK:DECK + DECK_LEN]`` with the game's ``Generator``; :data:`NEED_WORDS` asks for more words. The next
+      call resumes where this one stopped (``ctl`` holds where).
+    * ``log``: the public events, a row each (:data:`LOG_WIDTH` columns), counted in ``ctl[EVENTS]``; ``None`` logs
+      nothing.
+
+    :data:`FORFEIT` (an illegal action under ``illegal_action="lose"``) makes the stop seat lose at once. Returns
+    :data:`DONE` (``ctl[CHOICES]`` then says how many legal actions the stop seat has, 0 unless it stopped at a
+    choice), or what Python must do first.
+    """
+    # The fields the loop reads at every move are held in locals and written back at every exit.
+    stop_seat, stop_forced, budget = ctl[STOP_SEAT], ctl[STOP_FORCED], ctl[BUDGET]
+    action = ctl[ACTION]
+    ctl[CHOICES] = 0
+    if action == FORFEIT:  # nothing is logged, as Game's forfeit
+        state[OUTCOME] = 1 - stop_seat
+        action = NO_ACTION
+    while state[OUTCOME] == RUNNING:
+        seat = state[CURRENT]
+        if action == NO_ACTION:
+            if budget <= 0 or (seat == stop_seat and stop_forced):
+                break
+            n = legal_actions_into(state, legal)
+            if n == 1:  # a forced move: the players draw no random number for it
+                action = legal[0]
+            elif seat == stop_seat:
+                ctl[CHOICES] = n
+                break
+            else:
+                policy = ctl[POLICY0] if seat == 0 else ctl[POLICY1]
+                if words is not None and policy == RANDOM_POLICY:
+                    if ctl[WORD] + MIN_WORDS > len(words):
+                        ctl[ACTION], ctl[BUDGET] = NO_ACTION, budget
+                        return NEED_WORDS
+                    choice, ctl[WORD] = generator_below(words, ctl[WORD], n)
+                    action = legal[choice]
+                elif chooser is not None and policy == EXTERNAL:
+                    action = chooser(state, legal, n, params)
+                else:  # choose raises on a code it does not know: never another player
+                    action = choose(state, legal, n, policy, stream)
+            budget -= 1
+        if action == DRAW_ACTION:
+            count, reshuffle, possible = compiled_draw_plan(state[PENDING], state[DECK_LEN], state[DISCARD_LEN])
+            if reshuffle and not ctl[SHUFFLED]:  # as Game: gather, shuffle, log, then draw
+                deck_len = gather_discard(state)
+                if log is not None:
+                    _log(log, ctl, LOGGED_RESHUFFLE, -1, 0, -1)
+                if words is not None:
+                    ctl[SHUFFLED], ctl[ACTION], ctl[BUDGET] = 1, action, budget
+                    return NEED_SHUFFLE
+                shuffle(state[DECK:DECK + deck_len], stream)
+            ctl[SHUFFLED] = 0
+            deck_end = state[DECK_LEN]
+            draw_planned(state, count, possible)
+            if log is not None and state[OUTCOME] == RUNNING:
+                row = _log(log, ctl, LOGGED_DRAW, seat, count, -1)
+                for i in range(count):  # draw order: the card that was at the deck's end first
+                    log[row, DRAWN_CARDS + i] = state[DECK + deck_end - 1 - i]
+        else:
+            play_card(state, action)
+            if log is not None:
+                _log(log, ctl, LOGGED_PLAY, seat, state[DISCARD + state[DISCARD_LEN] - 1], state[COLOUR])
+        action = NO_ACTION
+    ctl[ACTION], ctl[BUDGET] = NO_ACTION, budget
+    return DONE
+
+
 @njit(cache=True)
 def advance(state: np.ndarray, stop_seat: int, policy0: int, policy1: int, stream: np.ndarray, legal: np.ndarray,
             max_actions: int) -> int:
@@ -385,21 +548,11 @@ def advance(state: np.ndarray, stop_seat: int, policy0: int, policy1: int, strea
     Forced moves (a single legal action) are played for ``stop_seat`` too. Returns how many legal actions
     ``stop_seat`` has then (written to ``legal``), or 0 once the game is over or ``max_actions`` actions were
     played. With ``stop_seat`` -1 it plays to the end (:func:`playout`); with a seat, a caller plays that seat's
-    choices with a policy compiled elsewhere (:mod:`agents.compiled_actor`).
+    choices with a policy compiled elsewhere (:mod:`agents.compiled_actor`). The driver, :func:`play_turn`, plays.
     """
-    for _ in range(max_actions):
-        if state[OUTCOME] != RUNNING:
-            return 0
-        n = legal_actions_into(state, legal)
-        seat = state[CURRENT]
-        if n == 1:
-            action = legal[0]
-        elif seat == stop_seat:
-            return n
-        else:
-            action = choose(state, legal, n, policy0 if seat == 0 else policy1, stream)
-        apply_action(state, action, stream)
-    return 0
+    ctl = control(stop_seat, False, policy0, policy1, max_actions)
+    play_turn(state, ctl, stream, None, None, (), legal, None)
+    return ctl[CHOICES]
 
 
 @njit(cache=True)

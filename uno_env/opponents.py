@@ -37,7 +37,7 @@ class RandomPolicy:
     def words(self, count: int) -> np.ndarray:
         """The next ``count`` 32-bit draws of this policy's generator (uint32), what its choices are made of: numpy
         computes ``rng.integers(n)`` from them (Lemire's method), and so does the single env's compiled path from
-        these (:func:`uno_env.single.generator_below`), which thereby plays this policy's games exactly."""
+        these (:func:`uno_env.core.generator_below`), which thereby plays this policy's games exactly."""
         return self.rng.integers(0, 2**32, size=count, dtype=np.uint32)
 
 

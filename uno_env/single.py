@@ -6,15 +6,16 @@ observation is not privileged; otherwise it steps :class:`~uno_env.game.Game` in
 
 * the deal, the policies' seeds and the first player still come from :func:`uno_env.seat.start_game` (a
   :class:`~uno_env.game.Game`, which is then packed into :mod:`uno_env.core`'s state vector);
-* the rules are core's kernels (``legal_actions_into``, ``apply_action``, :func:`uno_env.core.gather_discard`,
-  :func:`uno_env.core.draw_planned`), the encoding :func:`uno_env.observation.encode_seat_into`;
-* a reshuffle shuffles with the game's own ``numpy.random.Generator``: the kernel gathers the discard pile under the
+* the agent's action and the opponent's moves are the compiled step sequence's one driver,
+  :func:`uno_env.core.play_turn` (the native vector env's and the playouts' too), on the Python generators' draws;
+  the encoding is :func:`uno_env.observation.encode_seat_into`;
+* a reshuffle shuffles with the game's own ``numpy.random.Generator``: the driver gathers the discard pile under the
   deck and returns, Python shuffles the deck's slice (``Generator.shuffle`` draws the same for an array as for the
-  list :class:`~uno_env.game.Game` shuffles), and the kernel resumes the draw;
+  list :class:`~uno_env.game.Game` shuffles), and the driver resumes the draw;
 * the ``random`` opponent's choices are ``Generator.integers(n)`` of its own generator: numpy computes them from
-  32-bit draws by Lemire's method, so the kernel takes 32-bit draws of that generator
-  (:meth:`uno_env.opponents.RandomPolicy.words`) and applies the same method (:func:`generator_below`); the kernel
-  returns for more when they run low. The other compiled players are :func:`uno_env.core.choose` (``rule``: its
+  32-bit draws by Lemire's method, so the driver takes 32-bit draws of that generator
+  (:meth:`uno_env.opponents.RandomPolicy.words`) and applies the same method (:func:`uno_env.core.generator_below`);
+  it returns for more when they run low. The other compiled players are :func:`uno_env.core.choose` (``rule``: its
   :func:`uno_env.core.rule_action`, which ``RulePolicy`` calls too).
 
 tests/test_single.py plays both paths side by side and checks every observation, mask, reward and ``info``.
@@ -32,102 +33,42 @@ import numpy as np
 from numba import njit
 
 from uno_env import core
-from uno_env.cards import CARD_NAMES, DECK_SIZE, DRAW_ACTION, NUM_ACTIONS, NUM_CARD_TYPES
+from uno_env.cards import CARD_NAMES, DECK_SIZE, NUM_ACTIONS, NUM_CARD_TYPES
 from uno_env.game import Game
 from uno_env.observation import BASE_SIZE, LEGAL_CHANNEL, encode_seat_into
 from uno_env.view import DRAW, PLAY, RESHUFFLE, Event, PublicView, public_info
 
 AGENT, OPPONENT = 0, 1
-# ctl, the kernel's control vector (int64): the next unused random word; events logged; the action under way
-# (-1: none, the agent chooses next); whether the draw under way has had its reshuffle; then what the kernel reports
-# for the info dict, read by Python in one tolist(): how many legal actions the agent has (0 outside its turn), the
-# top card, the colour in force, the opponent's hand size, deck and discard sizes, the pending draw, the outcome, the
-# agent's hand size.
-_WORD, _EVENTS, _ACTION, _SHUFFLED, _N_LEGAL, _TOP, _COLOUR, _OPPONENT_SIZE, _DECK, _DISCARD, _PENDING, _OUTCOME, \
-    _HAND_SIZE = range(13)
-CTL_SIZE = 13
-#: What the kernel returns: done (the agent to move, or the game over), or what Python must do before calling again.
-DONE, NEED_SHUFFLE, NEED_WORDS = 0, 1, 2
-# One event per row: kind, seat (absolute), card or count, colour or -1, then up to 4 drawn cards in draw order.
-_LOG_WIDTH = 8
+# The single env's ctl: the driver's control vector (uno_env.core.play_turn), then what the kernel reports for the
+# info dict, read by Python in one tolist(): how many legal actions the agent has (0 outside its turn), the top card,
+# the colour in force, the opponent's hand size, deck and discard sizes, the pending draw, the outcome, the agent's
+# hand size.
+_N_LEGAL, _TOP, _COLOUR, _OPPONENT_SIZE, _DECK, _DISCARD, _PENDING, _OUTCOME, _HAND_SIZE = \
+    range(core.CTL_SIZE, core.CTL_SIZE + 9)
+_REPORT_SIZE = _HAND_SIZE + 1
+_REFILL_WORDS = 128
 # A step logs the agent's action, a reshuffle and the opponent's turn: its plays (each from its hand, so fewer
 # than 108 in a row), a reshuffle and a draw. 256 rows hold any step.
 _LOG_ROWS = 256
-# The random opponent's choices take one 32-bit word each (Lemire's method rejects a word with odds below 2**-26
-# here); the kernel asks for more below this many, so a choice never runs out halfway.
-_MIN_WORDS = 8
-_REFILL_WORDS = 128
-
-
-@njit(cache=True)
-def generator_below(words: np.ndarray, position: int, n: int) -> tuple[int, int]:
-    """``numpy.random.Generator.integers(n)`` (``1 < n < 2**32``) computed from that generator's next 32-bit draws
-    ``words[position:]``, as numpy's C code does (Lemire's method with rejection); ``(value, next position)``."""
-    bound = np.uint64(n)
-    product = np.uint64(words[position]) * bound
-    position += 1
-    if (product & np.uint64(0xFFFFFFFF)) < bound:
-        threshold = (np.uint64(0x100000000) - bound) % bound  # numpy's (UINT32_MAX - rng) % rng_excl
-        while (product & np.uint64(0xFFFFFFFF)) < threshold:
-            product = np.uint64(words[position]) * bound
-            position += 1
-    return int(product >> np.uint64(32)), position
-
-
-@njit(cache=True)
-def _log(log: np.ndarray, ctl: np.ndarray, kind: int, seat: int, value: int, extra: int) -> int:
-    row = ctl[_EVENTS]
-    ctl[_EVENTS] = row + 1
-    log[row, 0], log[row, 1], log[row, 2], log[row, 3] = kind, seat, value, extra
-    return row
+_NO_LIMIT = 2**62
+# The agent's row of core's outcome table, by outcome code - RUNNING, as Python floats (read at every step).
+_AGENT_REWARD = tuple(core.OUTCOME_REWARD[AGENT].tolist())
 
 
 @njit(cache=True)
 def run(state: np.ndarray, ctl: np.ndarray, opponent: int, words: np.ndarray, legal: np.ndarray, log: np.ndarray,
         obs: np.ndarray, hand: np.ndarray) -> int:
-    """Play ``ctl[_ACTION]`` (the agent's legal action, or -1) and the opponent's moves until the agent is to move or
-    the game is over, logging the public events; then encode the agent's observation into ``obs``, its legal
-    actions into ``legal`` and its cards into ``hand`` (card types ascending, a type once per copy: the order of
-    ``info["hand"]``). Returns :data:`DONE`, or :data:`NEED_SHUFFLE` / :data:`NEED_WORDS` when Python must
-    shuffle the deck or add random words first; calling again resumes where it stopped."""
-    # The random opponent draws its generator's words (its Python twin's draws); the others draw from no stream, so
-    # this one is never read. A stochastic player added to core.COMPILED_PLAYERS needs its twin's draws here too.
+    """The driver (:func:`uno_env.core.play_turn`) on the Python generators' draws, then, once it is done, the
+    agent's observation encoded into ``obs``, its legal actions into ``legal``, its cards into ``hand`` (card types
+    ascending, a type once per copy: the order of ``info["hand"]``) and the report fields of ``ctl``. Returns the
+    driver's status: ``DONE``, or what Python must do before calling again."""
+    # The random opponent draws its generator's words (its Python twin's draws); the other compiled players draw no
+    # random number, so this stream is never read. A stochastic player added to core.COMPILED_PLAYERS needs its twin's
+    # draws in the driver too.
     no_stream = np.zeros(1, dtype=np.uint64)
-    while state[core.OUTCOME] == core.RUNNING:
-        if ctl[_ACTION] < 0:
-            if state[core.CURRENT] == AGENT:
-                break
-            n = core.legal_actions_into(state, legal)
-            if n == 1:  # a forced move: the policies draw no random number for it
-                ctl[_ACTION] = legal[0]
-            elif opponent == core.RANDOM_POLICY:
-                if ctl[_WORD] + _MIN_WORDS > len(words):
-                    return NEED_WORDS
-                choice, ctl[_WORD] = generator_below(words, ctl[_WORD], n)
-                ctl[_ACTION] = legal[choice]
-            else:  # the other compiled players (rule) draw no random number; choose raises on an unknown code
-                ctl[_ACTION] = core.choose(state, legal, n, opponent, no_stream)
-        action = ctl[_ACTION]
-        seat = state[core.CURRENT]
-        if action == DRAW_ACTION:
-            count, reshuffle, possible = core.compiled_draw_plan(state[core.PENDING], state[core.DECK_LEN],
-                                                                 state[core.DISCARD_LEN])
-            if reshuffle and not ctl[_SHUFFLED]:  # as Game: gather, shuffle (in Python), log, then draw
-                core.gather_discard(state)
-                _log(log, ctl, RESHUFFLE, -1, 0, -1)
-                ctl[_SHUFFLED] = 1
-                return NEED_SHUFFLE
-            ctl[_SHUFFLED] = 0
-            deck_end = state[core.DECK_LEN]
-            core.draw_planned(state, count, possible)
-            if state[core.OUTCOME] == core.RUNNING:
-                row = _log(log, ctl, DRAW, seat, count, -1)
-                for i in range(count):  # draw order: the card that was at the deck's end first
-                    log[row, 4 + i] = state[core.DECK + deck_end - 1 - i]
-        else:
-            core.play_card(state, action)
-            _log(log, ctl, PLAY, seat, state[core.DISCARD + state[core.DISCARD_LEN] - 1], state[core.COLOUR])
-        ctl[_ACTION] = -1
+    status = core.play_turn(state, ctl, no_stream, words, None, (), legal, log)
+    if status != core.DONE:
+        return status
     n_legal = core.legal_actions_into(state, legal) if state[core.OUTCOME] == core.RUNNING else 0
     encode_seat_into(state, AGENT, legal, n_legal, obs)
     ctl[_N_LEGAL] = n_legal
@@ -144,7 +85,7 @@ def run(state: np.ndarray, ctl: np.ndarray, opponent: int, words: np.ndarray, le
             hand[n] = card
             n += 1
     ctl[_HAND_SIZE] = n
-    return DONE
+    return core.DONE
 
 
 class CompiledGame:
@@ -160,9 +101,12 @@ class CompiledGame:
         self.opponent = opponent
         self._words_source = words
         self.state = np.zeros(core.STATE_SIZE, dtype=np.int64)
-        self.ctl = np.zeros(CTL_SIZE, dtype=np.int64)
+        self.ctl = np.zeros(_REPORT_SIZE, dtype=np.int64)
         self.legal = np.zeros(NUM_ACTIONS, dtype=np.int64)
-        self.log = np.full((_LOG_ROWS, _LOG_WIDTH), -1, dtype=np.int64)
+        self.log = np.full((_LOG_ROWS, core.LOG_WIDTH), -1, dtype=np.int64)
+        # A new game's ctl: the driver stops at every decision of the agent, forced ones too (they are env steps).
+        self._fresh_ctl = np.zeros(_REPORT_SIZE, dtype=np.int64)
+        self._fresh_ctl[:core.CTL_SIZE] = core.control(AGENT, True, opponent, opponent, _NO_LIMIT)
         self.obs = np.zeros(BASE_SIZE, dtype=np.float32)  # the agent's observation, rewritten by every call
         self.hand = np.zeros(DECK_SIZE, dtype=np.int64)  # the agent's cards, one entry per card
         self.words = np.zeros(0, dtype=np.uint32)
@@ -170,6 +114,7 @@ class CompiledGame:
         self.events: list[Event] = []
         self.legal_actions: list[int] = []  # the agent's, ascending; empty outside its turn
         self.outcome: int | None = None
+        self.reward = 0.0  # the agent's reward for the outcome (core.OUTCOME_REWARD), 0 while the game runs
         self._report: list[int] = []  # ctl after the last call, as Python ints
 
     def start(self, game: Game) -> None:
@@ -178,9 +123,9 @@ class CompiledGame:
         core.pack_into(self.state, game.hands, game.deck, game.discard, game.active_colour, game.current,
                        game.pending_draw)
         self.rng = game.rng
-        self.ctl[:] = 0
+        self.ctl[:] = self._fresh_ctl
         self.words = self._words_source(_REFILL_WORDS) if self._words_source is not None else self.words
-        self.play(-1)
+        self.play(core.NO_ACTION)
 
     def is_legal(self, action: int) -> bool:
         """Whether ``action`` is one of the agent's legal actions now (false once the game is over)."""
@@ -190,28 +135,28 @@ class CompiledGame:
         """The agent's legal ``action`` (or -1 for none, at the start), then the opponent's moves, then the encoding;
         :attr:`events` holds the public events since the agent's previous decision."""
         ctl = self.ctl
-        ctl[_EVENTS] = 0
-        ctl[_ACTION] = action
+        ctl[core.EVENTS] = 0
+        ctl[core.ACTION] = action
         while True:
             need = run(self.state, ctl, self.opponent, self.words, self.legal, self.log, self.obs, self.hand)
-            if need == DONE:
+            if need == core.DONE:
                 break
-            if need == NEED_SHUFFLE:  # the game's Generator, as Game._reshuffle (the same draws for an array)
+            if need == core.NEED_SHUFFLE:  # the game's Generator, as Game._reshuffle (the same draws for an array)
                 self.rng.shuffle(self.state[core.DECK:core.DECK + self.state[core.DECK_LEN]])
             else:
-                self.words = np.concatenate((self.words[ctl[_WORD]:], self._words_source(_REFILL_WORDS)))
-                ctl[_WORD] = 0
+                self.words = np.concatenate((self.words[ctl[core.WORD]:], self._words_source(_REFILL_WORDS)))
+                ctl[core.WORD] = 0
         report = self._report = ctl.tolist()
-        self.events = [_event(row) for row in self.log[:report[_EVENTS]].tolist()]
+        self.events = [_event(row) for row in self.log[:report[core.EVENTS]].tolist()]
         self.legal_actions = self.legal[:report[_N_LEGAL]].tolist()
         # Game.outcome's codes: None while running, else the winning seat or -1 (drawn); from the agent's seat 0
         # they are also uno_env.view's WIN, LOSS and DRAWN.
         self.outcome = None if report[_OUTCOME] == core.RUNNING else report[_OUTCOME]
+        self.reward = _AGENT_REWARD[report[_OUTCOME] - core.RUNNING]
 
     def forfeit(self) -> None:
         """The agent loses at once (an illegal action under ``illegal_action="lose"``), as :meth:`Game.forfeit`."""
-        self.state[core.OUTCOME] = OPPONENT
-        self.play(-1)  # no move: the encoding after the game, and no events (Game's forfeit logs none)
+        self.play(core.FORFEIT)  # the driver's forfeit: the encoding after the game, no events (as Game's forfeit)
 
     def action_mask(self) -> np.ndarray:
         """The agent's int8 action mask: the observation's ``legal`` channel, which is the mask by definition."""
@@ -245,9 +190,9 @@ class CompiledGame:
 
 def _event(row: list[int]) -> Event:
     """A kernel log row as the agent's :data:`~uno_env.view.Event` (seats relative to the agent, seat 0)."""
-    kind, seat, value, extra = row[:4]
-    if kind == PLAY:
-        return PLAY, seat, value, extra
-    if kind == DRAW:
-        return DRAW, seat, value, tuple(row[4:4 + value]) if seat == AGENT else None
+    kind, seat, value, colour = row[core.KIND], row[core.SEAT], row[core.VALUE], row[core.LOG_COLOUR]
+    if kind == core.LOGGED_PLAY:
+        return PLAY, seat, value, colour
+    if kind == core.LOGGED_DRAW:
+        return DRAW, seat, value, tuple(row[core.DRAWN_CARDS:core.DRAWN_CARDS + value]) if seat == AGENT else None
     return RESHUFFLE, -1, 0, None

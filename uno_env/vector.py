@@ -3,10 +3,11 @@
 ``gym.make_vec("Uno-v0", num_envs=N, vectorization_mode="vector_entry_point", opponent="rule")`` gives a
 :class:`UnoVectorEnv`. Each step applies the N agents' actions, lets each game's built-in opponent (``random`` or
 ``rule``) move until it is the agent's turn again, and encodes the N observations, all inside one numba kernel
-over the packed game states of :mod:`uno_env.core`: the rules are core's kernels (``legal_actions_into``,
-``apply_action``, ``choose`` for the built-in players), the observation is
-:func:`uno_env.observation.encode_seat_into` (the one definition of the encoding) and the ``counting`` belief
-features :func:`uno_env.observation.counting_state_features_into`. Python runs once per batch, not once per game.
+over the packed game states of :mod:`uno_env.core`: each game's step is the compiled step sequence's one driver,
+:func:`uno_env.core.play_turn` (the single env's compiled path and the playouts run it too), its reward core's one
+outcome table (:func:`uno_env.core.reward`), the observation is :func:`uno_env.observation.encode_seat_into` (the
+one definition of the encoding) and the ``counting`` belief features
+:func:`uno_env.observation.counting_state_features_into`. Python runs once per batch, not once per game.
 
 Randomness and seeds (docs/DECISIONS.md, "Native vector env"). Each sub-env owns a splitmix64 stream
 (:func:`uno_env.core.below`) that deals its games (:func:`uno_env.core.deal_into`), reshuffles, flips the coin
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from gymnasium import spaces
@@ -43,12 +44,11 @@ from uno_env.observation import BASE_SIZE, SeatObserver, counting_state_features
 
 AGENT, OPPONENT = 0, 1
 #: The built-in opponents the kernel plays, by code: core's table of compiled players (the index is the policy code
-#: :func:`uno_env.core.choose` plays); a :class:`CompiledOpponent` has the next code.
+#: :func:`uno_env.core.choose` plays); a :class:`CompiledOpponent` has the next code, :data:`uno_env.core.EXTERNAL`.
 OPPONENTS: tuple[str, ...] = core.COMPILED_PLAYERS
 #: The largest weight of an opponent mix: weights are relative, so any mix is expressed below it, and their sum
 #: stays finite.
 MAX_WEIGHT = 1e9
-_COMPILED = len(OPPONENTS)
 _FIRST_PLAYER = {"agent": AGENT, "opponent": OPPONENT, "random": -1}
 _AUTORESET = {AutoresetMode.NEXT_STEP: 0, AutoresetMode.SAME_STEP: 1, AutoresetMode.DISABLED: 2}
 _SAME_STEP = 1
@@ -69,36 +69,55 @@ class CompiledOpponent:
     params: tuple
 
 
+class Games(NamedTuple):
+    """The sub-envs' games, one row each, as the kernels read and write them (named, not a positional list)."""
+
+    states: np.ndarray  # (N, core.STATE_SIZE) int64: the packed games
+    streams: np.ndarray  # (N,) uint64: each sub-env's splitmix64 stream
+    opponents: np.ndarray  # (N,) int64: the opponent code of the game under way
+    steps: np.ndarray  # (N,) int64: the agent's steps in the game under way
+    ended: np.ndarray  # (N,) bool: the game ended at the last step (next-step autoreset deals the next one)
+
+
+class Settings(NamedTuple):
+    """The env's settings the kernels read."""
+
+    opponent_cdf: np.ndarray  # the opponent mix's cumulative weights over the opponent codes
+    first_player: int  # AGENT, OPPONENT or -1 (a coin flip)
+    max_steps: int  # agent steps before truncation
+    autoreset: int  # a value of _AUTORESET
+    counting: bool  # the counting belief features follow the base observation
+
+
+class Outputs(NamedTuple):
+    """What a step writes, one row per sub-env (a reset writes ``obs`` and ``masks``)."""
+
+    obs: np.ndarray  # (N, obs) float32
+    masks: np.ndarray  # (N, 61) int8: the legal actions, read back by the next step
+    rewards: np.ndarray  # (N,) float64
+    terminated: np.ndarray  # (N,) bool
+    truncated: np.ndarray  # (N,) bool
+    success: np.ndarray  # (N,) bool: the agent won the game that ended
+    illegal: np.ndarray  # (N,) bool: the agent's action was outside the mask (a forfeit)
+    finished_by: np.ndarray  # (N,) int64: the opponent code of a game that ended in this step, -1 elsewhere
+    final_obs: np.ndarray  # (N, obs) float32 under SAME_STEP autoreset (the ended game's), else a placeholder row
+
+
 # ---------------------------------------------------------------------------------------------- kernels
 @njit(cache=True)
-def _opponent_moves(state: np.ndarray, stream: np.ndarray, legal: np.ndarray, opponent: int, chooser,
-                    params: tuple) -> None:
-    """The opponent's moves until the agent is to move or the game is over."""
-    while state[core.OUTCOME] == core.RUNNING and state[core.CURRENT] == OPPONENT:
-        n = core.legal_actions_into(state, legal)
-        action = legal[0]
-        if n > 1:
-            if opponent != _COMPILED:  # the codes of the built-in opponents are core's policy codes
-                action = core.choose(state, legal, n, opponent, stream)
-            # numba drops this branch when chooser is None (no compiled opponent): kernels whose arguments include
-            # a compiled function are not cached on disk, so the built-in opponents' kernels keep None here.
-            if chooser is not None and opponent == _COMPILED:
-                action = chooser(state, legal, n, params)
-        core.apply_action(state, action, stream)
-
-
-@njit(cache=True)
-def _new_game(state: np.ndarray, stream: np.ndarray, legal: np.ndarray, first_player: int,
-              opponent_cdf: np.ndarray, chooser, params: tuple) -> int:
+def _new_game(state: np.ndarray, stream: np.ndarray, ctl: np.ndarray, legal: np.ndarray, settings: Settings, chooser,
+              params: tuple) -> int:
     """Deal a game, draw its opponent from the mix and play the opponent's opening moves; returns the opponent."""
     while True:
         opponent = 0
-        if opponent_cdf[0] < 1.0:  # a mix: one draw per game
+        if settings.opponent_cdf[0] < 1.0:  # a mix: one draw per game
             u = core.uniform(stream)
-            while u >= opponent_cdf[opponent]:
+            while u >= settings.opponent_cdf[opponent]:
                 opponent += 1
-        core.deal_into(state, stream, first_player)
-        _opponent_moves(state, stream, legal, opponent, chooser, params)
+        core.deal_into(state, stream, settings.first_player)
+        ctl[core.ACTION] = core.NO_ACTION
+        ctl[core.POLICY1] = opponent
+        core.play_turn(state, ctl, stream, None, chooser, params, legal, None)
         # Going first, the opponent may (very rarely: a hand of skips and reverses) go out before the agent's first
         # decision. A vector env cannot report a game that ended at its reset, so that deal is dealt again.
         if state[core.OUTCOME] == core.RUNNING:
@@ -120,66 +139,68 @@ def _observe(state: np.ndarray, legal: np.ndarray, obs: np.ndarray, mask: np.nda
 
 
 @njit(cache=True)
-def _reset_kernel(states: np.ndarray, streams: np.ndarray, opponents: np.ndarray, steps: np.ndarray,
-                  ended: np.ndarray, which: np.ndarray, opponent_cdf: np.ndarray, chooser, params: tuple,
-                  first_player: int, counting: bool, obs: np.ndarray, masks: np.ndarray) -> None:
+def _restart(games: Games, i: int, ctl: np.ndarray, legal: np.ndarray, settings: Settings, chooser,
+             params: tuple) -> None:
+    """Sub-env ``i``'s next game (:func:`_new_game`) with its bookkeeping reset."""
+    games.opponents[i] = _new_game(games.states[i], games.streams[i:i + 1], ctl, legal, settings, chooser, params)
+    games.steps[i] = 0
+    games.ended[i] = False
+
+
+# The kernels called from Python take the fields of Games, Settings and Outputs as plain tuples and name them inside:
+# numba's dispatcher types a NamedTuple argument on a slow path, about 10 us a call here (measured against a plain
+# tuple of the same arrays, which costs as little as separate arguments), too much for a step of a few games.
+@njit(cache=True)
+def _reset_kernel(games_fields: tuple, which: np.ndarray, settings_fields: tuple, chooser, params: tuple,
+                  out_fields: tuple) -> None:
     """New games in the sub-envs where ``which`` is set; every observation and mask written."""
+    games, settings, out = Games(*games_fields), Settings(*settings_fields), Outputs(*out_fields)
     legal = np.empty(NUM_ACTIONS, dtype=np.int64)
-    for i in range(states.shape[0]):
+    ctl = core.control(AGENT, True, 0, 0, _NO_LIMIT)  # the agent's decisions, forced ones too, are env steps
+    for i in range(games.states.shape[0]):
         if which[i]:
-            opponents[i] = _new_game(states[i], streams[i:i + 1], legal, first_player, opponent_cdf, chooser, params)
-            steps[i] = 0
-            ended[i] = False
-        _observe(states[i], legal, obs[i], masks[i], counting)
+            _restart(games, i, ctl, legal, settings, chooser, params)
+        _observe(games.states[i], legal, out.obs[i], out.masks[i], settings.counting)
 
 
 @njit(cache=True)
-def _step_kernel(states: np.ndarray, streams: np.ndarray, opponents: np.ndarray, steps: np.ndarray,
-                 ended: np.ndarray, actions: np.ndarray, opponent_cdf: np.ndarray, chooser, params: tuple,
-                 first_player: int, max_steps: int, autoreset: int, counting: bool, obs: np.ndarray,
-                 masks: np.ndarray, rewards: np.ndarray, terminated: np.ndarray, truncated: np.ndarray,
-                 success: np.ndarray, illegal: np.ndarray, finished_by: np.ndarray, final_obs: np.ndarray) -> None:
-    """One step of every sub-env (see :meth:`UnoVectorEnv.step`); ``masks`` holds the masks of the last step.
-
-    ``finished_by[i]`` is the opponent code of a game that ended in this step, -1 elsewhere. An action outside the
-    mask forfeits the game (``illegal[i]``); "raise" mode refused such actions before the call.
-    """
+def _step_kernel(games_fields: tuple, actions: np.ndarray, settings_fields: tuple, chooser, params: tuple,
+                 out_fields: tuple) -> None:
+    """One step of every sub-env (see :meth:`UnoVectorEnv.step`): the driver (:func:`uno_env.core.play_turn`) on each
+    game, then the episode's end and autoreset. ``out.masks`` holds the masks of the last step; an action outside it
+    forfeits the game (``out.illegal[i]``); "raise" mode refused such actions before the call."""
+    games, settings, out = Games(*games_fields), Settings(*settings_fields), Outputs(*out_fields)
     legal = np.empty(NUM_ACTIONS, dtype=np.int64)
-    for i in range(states.shape[0]):
-        state = states[i]
-        stream = streams[i:i + 1]
-        rewards[i] = 0.0
-        terminated[i] = truncated[i] = success[i] = illegal[i] = False
-        finished_by[i] = -1
-        if ended[i]:  # next-step autoreset: the game ended in the last step, this step starts the next one
-            opponents[i] = _new_game(state, stream, legal, first_player, opponent_cdf, chooser, params)
-            steps[i] = 0
-            ended[i] = False
+    ctl = core.control(AGENT, True, 0, 0, _NO_LIMIT)  # the agent's decisions, forced ones too, are env steps
+    for i in range(games.states.shape[0]):
+        state = games.states[i]
+        out.rewards[i] = 0.0
+        out.terminated[i] = out.truncated[i] = out.success[i] = out.illegal[i] = False
+        out.finished_by[i] = -1
+        if games.ended[i]:  # next-step autoreset: the game ended in the last step, this step starts the next one
+            _restart(games, i, ctl, legal, settings, chooser, params)
         else:
             action = actions[i]
-            if 0 <= action < NUM_ACTIONS and masks[i, action]:
-                core.apply_action(state, action, stream)
-                _opponent_moves(state, stream, legal, opponents[i], chooser, params)
-            else:
-                state[core.OUTCOME] = OPPONENT  # an illegal action loses the game (UnoEnv's illegal_action="lose")
-                illegal[i] = True
-            steps[i] += 1
+            out.illegal[i] = not (0 <= action < NUM_ACTIONS and out.masks[i, action])
+            ctl[core.ACTION] = core.FORFEIT if out.illegal[i] else action  # UnoEnv's illegal_action="lose"
+            ctl[core.POLICY1] = games.opponents[i]
+            core.play_turn(state, ctl, games.streams[i:i + 1], None, chooser, params, legal, None)
+            games.steps[i] += 1
             outcome = state[core.OUTCOME]
             if outcome != core.RUNNING:
-                terminated[i] = True
-                rewards[i] = 1.0 if outcome == AGENT else (-1.0 if outcome == OPPONENT else 0.0)
-                success[i] = outcome == AGENT
-            elif steps[i] >= max_steps:
-                truncated[i] = True
-            if terminated[i] or truncated[i]:
-                finished_by[i] = opponents[i]
-                if autoreset == _SAME_STEP:
-                    _observe(state, legal, final_obs[i], masks[i], counting)
-                    opponents[i] = _new_game(state, stream, legal, first_player, opponent_cdf, chooser, params)
-                    steps[i] = 0
+                out.terminated[i] = True
+                out.rewards[i] = core.reward(outcome, AGENT)
+                out.success[i] = outcome == AGENT
+            elif games.steps[i] >= settings.max_steps:
+                out.truncated[i] = True
+            if out.terminated[i] or out.truncated[i]:
+                out.finished_by[i] = games.opponents[i]
+                if settings.autoreset == _SAME_STEP:
+                    _observe(state, legal, out.final_obs[i], out.masks[i], settings.counting)
+                    _restart(games, i, ctl, legal, settings, chooser, params)
                 else:
-                    ended[i] = True
-        _observe(state, legal, obs[i], masks[i], counting)
+                    games.ended[i] = True
+        _observe(state, legal, out.obs[i], out.masks[i], settings.counting)
 
 
 # ---------------------------------------------------------------------------------------------- the env
@@ -293,14 +314,23 @@ class UnoVectorEnv(VectorEnv):
         self._ended = np.zeros(n, dtype=np.bool_)
         self._obs = np.zeros((n, size), dtype=np.float32)
         self._masks = np.zeros((n, NUM_ACTIONS), dtype=np.int8)
-        self._rewards = np.zeros(n, dtype=np.float64)
-        self._terminated = np.zeros(n, dtype=np.bool_)
-        self._truncated = np.zeros(n, dtype=np.bool_)
-        self._success = np.zeros(n, dtype=np.bool_)
-        self._illegal = np.zeros(n, dtype=np.bool_)
-        self._finished_by = np.zeros(n, dtype=np.int64)
-        # Only SAME_STEP writes final observations; the other modes pass a placeholder the kernel never touches.
-        self._final_obs = np.zeros((n if mode == AutoresetMode.SAME_STEP else 1, size), dtype=np.float32)
+        # What the kernels write, bundled once (the same arrays). Only SAME_STEP writes final observations; the other
+        # modes pass a placeholder row the kernel never touches.
+        self._out = Outputs(self._obs, self._masks, rewards=np.zeros(n, dtype=np.float64),
+                            terminated=np.zeros(n, dtype=np.bool_), truncated=np.zeros(n, dtype=np.bool_),
+                            success=np.zeros(n, dtype=np.bool_), illegal=np.zeros(n, dtype=np.bool_),
+                            finished_by=np.zeros(n, dtype=np.int64),
+                            final_obs=np.zeros((n if mode == AutoresetMode.SAME_STEP else 1, size), dtype=np.float32))
+        self._out_fields = tuple(self._out)  # what the kernels take (see _reset_kernel)
+
+    def _games_fields(self) -> tuple:
+        """:class:`Games`' fields, as the kernels take them (see ``_reset_kernel``)."""
+        return self._states, self._streams, self._opponents, self._steps, self._ended
+
+    def _settings_fields(self, mode: int) -> tuple:
+        """:class:`Settings`' fields under autoreset ``mode``, as the kernels take them."""
+        max_steps = _NO_LIMIT if self.max_episode_steps is None else self.max_episode_steps
+        return self._opponent_cdf, _FIRST_PLAYER[self.first_player], max_steps, mode, self.belief == "counting"
 
     @staticmethod
     def _mix(opponent: str | Mapping[str, float]) -> dict[str, float]:
@@ -336,7 +366,7 @@ class UnoVectorEnv(VectorEnv):
             cdf = np.cumsum([mix.get(name, 0.0) for name in OPPONENTS] + [0.0])
             cdf /= cdf[-1]
             cdf[len(OPPONENTS) - 1:] = 1.0  # exactly, whatever the rounding: every draw below 1 finds an opponent
-            self._chooser, self._params = None, ()  # no compiled opponent (see _opponent_moves)
+            self._chooser, self._params = None, ()  # no compiled opponent: the driver drops its branch
             self.opponent_names = OPPONENTS
         self.opponent_mix: dict[str, float] = mix
         self._opponent_cdf = cdf
@@ -375,10 +405,8 @@ class UnoVectorEnv(VectorEnv):
                 self._streams[which] = streams[which]
         elif self._streams is None:
             self._streams = self.np_random.integers(0, 2**64, size=self.num_envs, dtype=np.uint64, endpoint=False)
-        _reset_kernel(self._states, self._streams, self._opponents, self._steps, self._ended, which,
-                      self._opponent_cdf, self._chooser, self._params, _FIRST_PLAYER[self.first_player],
-                      self.belief == "counting", self._obs,
-                      self._masks)
+        _reset_kernel(self._games_fields(), which, self._settings_fields(_AUTORESET[self.metadata["autoreset_mode"]]),
+                      self._chooser, self._params, self._out_fields)
         return self._obs.copy(), {"action_mask": self._masks.copy()}
 
     def _seeds(self, seed: int | Sequence[int] | None) -> list[int] | None:
@@ -407,24 +435,21 @@ class UnoVectorEnv(VectorEnv):
                                "autoreset_mode DISABLED, reset(options={'reset_mask': mask}) them before stepping")
         if self.illegal_action == "raise":
             self._check_legal(actions)
-        _step_kernel(self._states, self._streams, self._opponents, self._steps, self._ended, actions,
-                     self._opponent_cdf, self._chooser, self._params, _FIRST_PLAYER[self.first_player],
-                     _NO_LIMIT if self.max_episode_steps is None else self.max_episode_steps, mode,
-                     self.belief == "counting", self._obs, self._masks, self._rewards, self._terminated,
-                     self._truncated, self._success, self._illegal, self._finished_by, self._final_obs)
-        return (self._obs.copy(), self._rewards.copy(), self._terminated.copy(), self._truncated.copy(),
+        _step_kernel(self._games_fields(), actions, self._settings_fields(mode), self._chooser, self._params,
+                     self._out_fields)
+        return (self._obs.copy(), self._out.rewards.copy(), self._out.terminated.copy(), self._out.truncated.copy(),
                 self._step_info(mode))
 
     def _step_info(self, mode: int) -> dict[str, Any]:
         info: dict[str, Any] = {"action_mask": self._masks.copy()}
-        ended = self._finished_by >= 0
+        ended = self._out.finished_by >= 0
         if ended.any():
-            info["is_success"], info["_is_success"] = self._success.copy(), ended
-            info["opponent"], info["_opponent"] = self._finished_by.copy(), ended.copy()
+            info["is_success"], info["_is_success"] = self._out.success.copy(), ended
+            info["opponent"], info["_opponent"] = self._out.finished_by.copy(), ended.copy()
             if mode == _SAME_STEP:
-                info["final_obs"], info["_final_obs"] = self._final_obs.copy(), ended.copy()
-        if self._illegal.any():
-            info["illegal_action"], info["_illegal_action"] = self._illegal.copy(), self._illegal.copy()
+                info["final_obs"], info["_final_obs"] = self._out.final_obs.copy(), ended.copy()
+        if self._out.illegal.any():
+            info["illegal_action"], info["_illegal_action"] = self._out.illegal.copy(), self._out.illegal.copy()
         return info
 
     def _as_actions(self, actions: Any) -> np.ndarray:
