@@ -259,8 +259,8 @@ MUTATIONS: tuple[Mutation, ...] = (
                "rule_action(hand, opponent_hand_size - 1, legal, n)"),), LIKELIHOOD),
     # --- issue 31: the endings of a game on every env path
     Mutation("endings", "compiled single env: reward sign flipped when the deck ran out", "uno_env/env.py",
-             (("else _REWARD[outcome]  #",
-               "else _REWARD[outcome] * (-1 if min(table.to_game().hand_sizes) else 1)  #"),), ENDINGS, 31),
+             (("outcome) - RUNNING]\n",
+               "outcome) - RUNNING] * (-1 if min(table.to_game().hand_sizes) else 1)\n"),), ENDINGS, 31),
     Mutation("endings", "compiled driver: deck-out winner swapped", "uno_env/core.py",
              (("            draw_planned(state, count, possible)\n",
                "            draw_planned(state, count, possible)\n            if state[OUTCOME] >= 0:\n"
@@ -286,7 +286,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("consistency", "Python engine: the agent's drawn cards logged in reverse order", "uno_env/game.py",
              (("        drawn.reverse()", "        pass"),), CONSISTENCY),
     Mutation("consistency", "single env: reward sign flipped", "uno_env/env.py",
-             (("else _REWARD[outcome]  #", "else -_REWARD[outcome]  #"),), CONSISTENCY),
+             (("        reward = _REWARD[", "        reward = -_REWARD["),), CONSISTENCY),
     Mutation("consistency", "single env: action_masks() offers draw always", "uno_env/env.py",
              (("return self._table.action_mask().astype(bool)",
                "return (self._table.action_mask() + (np.arange(61) == 60)).astype(bool)"),), CONSISTENCY),

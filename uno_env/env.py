@@ -11,16 +11,18 @@ from gymnasium import spaces
 from uno_env.ansi import render_table
 from uno_env.belief import BeliefKind
 from uno_env.cards import NUM_ACTIONS, as_action
+from uno_env.core import OUTCOME_REWARD, RUNNING
 from uno_env.game import Game, IllegalActionError
 from uno_env.observation import PRIVILEGED_HIGH, encode_privileged
 from uno_env.policy import Policy, make_policy
 from uno_env.python_game import PythonGame
 from uno_env.seat import Seat, start_game
 from uno_env.single import CompiledGame
-from uno_env.view import DRAWN, LOSS, WIN, PublicView, event_to_dict
+from uno_env.view import PublicView, event_to_dict
 
 AGENT, OPPONENT = 0, 1
-_REWARD = {WIN: 1.0, LOSS: -1.0, DRAWN: 0.0}
+#: The agent's reward by ``outcome - RUNNING`` (the game's codes: running, drawn, a seat won): core's outcome table.
+_REWARD = tuple(OUTCOME_REWARD[AGENT].tolist())
 
 
 class UnoEnv(gym.Env):
@@ -173,10 +175,10 @@ class UnoEnv(gym.Env):
             table.forfeit()
             info = table.info()
             info["illegal_action"] = True
-            return self._observe(), -1.0, True, False, info
+            return self._observe(), _REWARD[table.outcome - RUNNING], True, False, info
         table.play(action)  # checked just above
         outcome = table.outcome
-        reward = 0.0 if outcome is None else _REWARD[outcome]  # seat 0's outcome codes are WIN, LOSS, DRAWN
+        reward = _REWARD[(RUNNING if outcome is None else outcome) - RUNNING]
         return self._observe(), reward, outcome is not None, False, table.info()
 
     def action_masks(self) -> np.ndarray:
