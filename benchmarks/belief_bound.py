@@ -199,8 +199,18 @@ def table_command(args: argparse.Namespace) -> None:
     """Per source and opponent: mean over seeds, its intervals, and the share of the none-to-oracle gap closed."""
     runs: dict[str, list[dict]] = {}
     for run in args.runs:
+        if not (run / "report.json").is_file():
+            print(f"belief_bound.py table: {run} has no report.json (not a finished fit run)", file=sys.stderr)
+            raise SystemExit(2)
         report = json.loads((run / "report.json").read_text())
         runs.setdefault(report["source"], []).append(report)
+    print("| source | held-out loss by seed | held-out label of the network's move, of rule's |")
+    print("| --- | --- | --- |")
+    for source in [s for s in SOURCES if s in runs]:
+        losses = " / ".join(f"{r['held_out_loss']:.4f}" for r in runs[source])
+        print(f"| {source} | {losses} | "
+              f"{np.mean([r['held_out_value_of_network_move'] for r in runs[source]]):.3f}, "
+              f"{np.mean([r['held_out_value_of_base_move'] for r in runs[source]]):.3f} |")
     rng = np.random.default_rng(args.bootstrap_seed)
     opponents = [result["opponent"] for result in next(iter(runs.values()))[0]["evaluations"]["greedy"]]
     for opponent in opponents:
@@ -220,7 +230,8 @@ def table_command(args: argparse.Namespace) -> None:
         print("| --- | ---: | --- | ---: | ---: | ---: | ---: |")
         for source in [s for s in SOURCES if s in scores]:
             per_seed = scores[source].mean(axis=1)
-            low, high = stats.t.interval(0.95, len(per_seed) - 1, loc=per_seed.mean(), scale=stats.sem(per_seed))
+            low, high = stats.t.interval(0.95, len(per_seed) - 1, loc=per_seed.mean(), scale=stats.sem(per_seed)) \
+                if len(per_seed) > 1 else (np.nan, np.nan)  # one seed: no interval over seeds
             boot_low, boot_high = np.percentile(draws[source], [2.5, 97.5])
             gap = ""
             if {"none", ORACLE} <= scores.keys() and source not in ("none", ORACLE):
