@@ -226,22 +226,28 @@ def table_command(args: argparse.Namespace) -> None:
         draws = {source: np.array(values) for source, values in draws.items()}
         print(f"\nvs {opponent} ({pairs} deal pairs)")
         print("| source | seeds | by seed | mean | 95% CI over seeds (t) | 95% CI over seeds and pairs | "
-              "gap closed (none to true hand) |")
-        print("| --- | ---: | --- | ---: | ---: | ---: | ---: |")
+              "minus none (95% CI over seeds and pairs) | gap closed (none to true hand) |")
+        print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
         for source in [s for s in SOURCES if s in scores]:
             per_seed = scores[source].mean(axis=1)
             low, high = stats.t.interval(0.95, len(per_seed) - 1, loc=per_seed.mean(), scale=stats.sem(per_seed)) \
                 if len(per_seed) > 1 else (np.nan, np.nan)  # one seed: no interval over seeds
             boot_low, boot_high = np.percentile(draws[source], [2.5, 97.5])
-            gap = ""
+            gap = lift = ""
+            if "none" in scores and source != "none":
+                lifts = draws[source] - draws["none"]
+                low_lift, high_lift = np.percentile(lifts, [2.5, 97.5])
+                lift = f"{100 * (per_seed.mean() - scores['none'].mean()):+.1f} ({100 * low_lift:+.1f} .. " \
+                       f"{100 * high_lift:+.1f})"
             if {"none", ORACLE} <= scores.keys() and source not in ("none", ORACLE):
                 share = (per_seed.mean() - scores["none"].mean()) / (scores[ORACLE].mean() - scores["none"].mean())
-                boot = (draws[source] - draws["none"]) / (draws[ORACLE] - draws["none"])
+                with np.errstate(divide="ignore", invalid="ignore"):  # a draw where the oracle adds nothing
+                    boot = (draws[source] - draws["none"]) / (draws[ORACLE] - draws["none"])
                 low_share, high_share = np.percentile(boot, [2.5, 97.5])
                 gap = f"{100 * share:.0f}% ({100 * low_share:.0f}% .. {100 * high_share:.0f}%)"
             print(f"| {source} | {len(per_seed)} | {' / '.join(f'{100 * s:.1f}' for s in per_seed)} | "
                   f"{100 * per_seed.mean():.1f}% | {100 * low:.1f}% - {100 * high:.1f}% | "
-                  f"{100 * boot_low:.1f}% - {100 * boot_high:.1f}% | {gap} |")
+                  f"{100 * boot_low:.1f}% - {100 * boot_high:.1f}% | {lift} | {gap} |")
 
 
 def main() -> None:
