@@ -145,8 +145,8 @@ def encode_base(view: PublicView) -> np.ndarray:
     obs = np.empty(BASE_SIZE, dtype=np.float32)
     # Every value the encoding reads fits a byte (counts at most 4, sizes at most 108, ids at most 60), and
     # bytes() turns a list of small ints into a buffer several times faster than np.array makes an int64 array:
-    # one conversion and a two-argument call instead of three conversions and twelve arguments (an env step encodes
-    # every time, so this is on its hot path).
+    # one conversion and a two-argument call instead of three conversions and every value its own argument (an env
+    # step encodes every time, so this is on its hot path).
     packed = bytes(view.hand + view.discard + [view.top, view.active_colour, view.pending_draw, view.hand_size,
                                                view.opponent_hand_size, view.deck_size, view.discard_size]
                    + view.legal_actions)
