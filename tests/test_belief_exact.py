@@ -20,7 +20,7 @@ from uno_env.belief import (
     RuleModel,
     TrajectoryBelief,
 )
-from uno_env.belief.trajectory import _move_all
+from uno_env.belief.trajectory_kernels import Buffers, History, Particles, move_all
 from uno_env.cards import NUM_CARD_TYPES
 from uno_env.game import Game
 from uno_env.opponents import RandomPolicy, RulePolicy
@@ -160,8 +160,8 @@ def test_moves_alone_reach_the_exact_posterior(model, policy, seed):
     pf._w[:] = 1.0
     pf._features = None
     assert np.abs(particle_summary(pf) - values).max() > 0.3, "the degenerate start is far from the posterior"
-    _move_all(pf._log, pf._events, pf._slot_events, pf._slots_used, pf._slots, pf._hands, pf.likelihood, 200,
-              pf._stream, pf._old, pf._new, pf._legal, pf._stats)
+    move_all(History(pf._log, pf._slot_events), pf._events, pf._slots_used, Particles(*pf._particles_fields()),
+             pf.likelihood, 200, pf._stream, Buffers(*pf._buffers_fields()), pf._stats)
     pf._features = None
     tolerance = Z * np.sqrt(np.maximum(variances, 0.0) / pf.n_particles) + 1e-6
     assert np.all(np.abs(particle_summary(pf) - values) <= tolerance)

@@ -30,7 +30,7 @@ and a scaled size alone makes that a tiny difference in one input.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -90,15 +90,27 @@ def encode_privileged(game: Game, seat: int) -> np.ndarray:
     return obs
 
 
+class Scalars(NamedTuple):
+    """The numbers of a seat's view that :func:`encode_into` encodes (what :class:`PublicView` calls them)."""
+
+    top: int  # the top card's id
+    colour: int  # the colour in force
+    pending_draw: int  # 0, 2 or 4
+    hand_size: int
+    opponent_hand_size: int
+    deck_size: int
+    discard_size: int
+
+
 @njit(cache=True)
-def encode_into(hand: np.ndarray, discard: np.ndarray, legal: np.ndarray, n_legal: int, top: int, colour: int,
-                pending_draw: int, hand_size: int, opponent_hand_size: int, deck_size: int, discard_size: int,
+def encode_into(hand: np.ndarray, discard: np.ndarray, legal: np.ndarray, n_legal: int, view: Scalars,
                 out: np.ndarray) -> None:
     """Write the flat encoding (without belief features, see the module table) into ``out`` (float32).
 
     The one definition of the encoding: :func:`encode_base` calls it for a :class:`PublicView`, and
     :func:`encode_state_into` for the kernels' packed state. ``hand`` and ``discard`` are 54 counts,
-    ``legal[:n_legal]`` the legal actions (``n_legal`` 0 outside the seat's turn).
+    ``legal[:n_legal]`` the legal actions (``n_legal`` 0 outside the seat's turn). Only kernels call it, so it takes
+    the :class:`Scalars` NamedTuple itself.
     """
     out[:] = 0.0
     for card in range(NUM_CARD_TYPES):
@@ -110,16 +122,16 @@ def encode_into(hand: np.ndarray, discard: np.ndarray, legal: np.ndarray, n_lega
         out[_LEGAL + DRAW_ACTION] = 1.0
     for i in range(n_legal):
         out[_LEGAL + legal[i]] = 1.0
-    out[_TOP + top] = 1.0
-    out[_COLOUR + colour] = 1.0
-    if pending_draw:
-        out[_PENDING + (pending_draw >> 2)] = 1.0  # 2 -> index 0, 4 -> index 1
-    if opponent_hand_size:
-        out[_OPPONENT_CARDS + min(opponent_hand_size, 7) - 1] = 1.0
-    out[_SIZES] = hand_size / DECK_SIZE
-    out[_SIZES + 1] = opponent_hand_size / DECK_SIZE
-    out[_SIZES + 2] = deck_size / DECK_SIZE
-    out[_SIZES + 3] = discard_size / DECK_SIZE
+    out[_TOP + view.top] = 1.0
+    out[_COLOUR + view.colour] = 1.0
+    if view.pending_draw:
+        out[_PENDING + (view.pending_draw >> 2)] = 1.0  # 2 -> index 0, 4 -> index 1
+    if view.opponent_hand_size:
+        out[_OPPONENT_CARDS + min(view.opponent_hand_size, 7) - 1] = 1.0
+    out[_SIZES] = view.hand_size / DECK_SIZE
+    out[_SIZES + 1] = view.opponent_hand_size / DECK_SIZE
+    out[_SIZES + 2] = view.deck_size / DECK_SIZE
+    out[_SIZES + 3] = view.discard_size / DECK_SIZE
 
 
 # Where encode_base's packed bytes (_encode_packed) hold each part: the two count vectors, the scalars, the legal ids.
@@ -133,8 +145,8 @@ def encode_base(view: PublicView) -> np.ndarray:
     obs = np.empty(BASE_SIZE, dtype=np.float32)
     # Every value the encoding reads fits a byte (counts at most 4, sizes at most 108, ids at most 60), and
     # bytes() turns a list of small ints into a buffer several times faster than np.array makes an int64 array:
-    # one conversion and a two-argument call instead of three conversions and twelve arguments (an env step encodes
-    # every time, so this is on its hot path).
+    # one conversion and a two-argument call instead of three conversions and every value its own argument (an env
+    # step encodes every time, so this is on its hot path).
     packed = bytes(view.hand + view.discard + [view.top, view.active_colour, view.pending_draw, view.hand_size,
                                                view.opponent_hand_size, view.deck_size, view.discard_size]
                    + view.legal_actions)
@@ -148,8 +160,8 @@ def _encode_packed(packed: np.ndarray, out: np.ndarray) -> None:
     sizes, then the legal actions."""
     s = _PACKED_SCALARS
     encode_into(packed[:_PACKED_DISCARD], packed[_PACKED_DISCARD:_PACKED_SCALARS], packed[_PACKED_LEGAL:],
-                len(packed) - _PACKED_LEGAL, packed[s], packed[s + 1], packed[s + 2], packed[s + 3], packed[s + 4],
-                packed[s + 5], packed[s + 6], out)
+                len(packed) - _PACKED_LEGAL, Scalars(packed[s], packed[s + 1], packed[s + 2], packed[s + 3],
+                                                     packed[s + 4], packed[s + 5], packed[s + 6]), out)
 
 
 @njit(cache=True)
@@ -164,10 +176,12 @@ def encode_seat_into(state: np.ndarray, seat: int, legal: np.ndarray, n_legal: i
     """:func:`encode_into` for ``seat`` of a kernel state, to move or not (``n_legal`` 0 outside its turn, as
     after the game): what :func:`encode_base` gives for that seat's view of the same game."""
     hand = core.HANDS + NUM_CARD_TYPES * seat
+    view = Scalars(top=state[core.DISCARD + state[core.DISCARD_LEN] - 1], colour=state[core.COLOUR],
+                   pending_draw=state[core.PENDING], hand_size=state[core.HAND_SIZES + seat],
+                   opponent_hand_size=state[core.HAND_SIZES + 1 - seat], deck_size=state[core.DECK_LEN],
+                   discard_size=state[core.DISCARD_LEN])
     encode_into(state[hand:hand + NUM_CARD_TYPES], state[core.COUNTS:core.COUNTS + NUM_CARD_TYPES], legal, n_legal,
-                state[core.DISCARD + state[core.DISCARD_LEN] - 1], state[core.COLOUR], state[core.PENDING],
-                state[core.HAND_SIZES + seat], state[core.HAND_SIZES + 1 - seat], state[core.DECK_LEN],
-                state[core.DISCARD_LEN], out)
+                view, out)
 
 
 @njit(cache=True)

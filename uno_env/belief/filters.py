@@ -426,10 +426,11 @@ class ParticleBelief(PublicTracker, _StatesBelief):
         """:func:`~uno_env.belief.lazy_events.apply_events` on this filter from event ``first``: the public state
         taken back, the number of events applied in all returned."""
         states = self.states
+        # The fields of lazy_events' LazyRows, Tracked, Events, Public and Resampling, as plain tuples.
         stop, self.top, self.colour, self.pending, self.opp_size, self.deck_size, self.my_size = apply_events(
-            *states._args, self.pool, self.my_hand, self.discard, heads, cards, first, self.top, self.colour,
-            self.pending, self.opp_size, self.deck_size, self.my_size, states.stream, self._target,
-            self.ess_threshold * self._target, _SETS_TABLE, out)
+            states._args, (self.pool, self.my_hand, self.discard), (heads, cards), first,
+            (self.top, self.colour, self.pending, self.opp_size, self.deck_size, self.my_size), states.stream,
+            (self._target, self.ess_threshold * self._target), _SETS_TABLE, out)
         return stop
 
     def _replay_public(self, events: list[Event]) -> None:

@@ -11,10 +11,12 @@ bit; ``tests/test_belief_filters.py`` compares it with the event-by-event replay
 Events go in as two int64 arrays (:func:`encode_events`): a row ``(kind, player, value, extra)`` per event, where
 ``extra`` is the colour in force after a play and, for the tracking seat's draws, the offset of their cards in the
 second array. The public state the replay keeps (top card, colour in force, pending draw, the opponent's hand
-size, the deck size, our hand size: :data:`PUBLIC_FIELDS`) goes in and comes back as ints.
+size, the deck size, our hand size: :class:`Public`) goes in and comes back as ints.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -27,8 +29,49 @@ from uno_env.view import DRAW, PLAY, RESHUFFLE, Event
 
 _T = NUM_CARD_TYPES
 
-#: The public quantities of the replay, in the order :func:`apply_events` takes and returns them.
-PUBLIC_FIELDS = ("top", "colour", "pending", "opp_size", "deck_size", "my_size")
+
+
+class LazyRows(NamedTuple):
+    """The lazy rows' arrays, in the order every row kernel takes them first (``HandStates._args``)."""
+
+    rows: np.ndarray
+    cnt: np.ndarray
+    w: np.ndarray
+    meta: np.ndarray
+    dom: np.ndarray
+
+
+class Tracked(NamedTuple):
+    """The tracker's card counts (54 each) the replay updates in place."""
+
+    pool: np.ndarray  # the unseen cards: the deck and the opponent's hand
+    hand: np.ndarray  # our hand
+    discard: np.ndarray  # the discard pile
+
+
+class Events(NamedTuple):
+    """The events as :func:`encode_events` writes them (module docstring)."""
+
+    heads: np.ndarray  # a row (kind, player, value, extra) per event, flat
+    cards: np.ndarray  # the cards of our draws, at the offsets their rows' ``extra`` give
+
+
+class Public(NamedTuple):
+    """The public quantities of the replay, which :func:`apply_events` takes and returns (in this order)."""
+
+    top: int
+    colour: int  # the colour in force
+    pending: int  # the draw pending
+    opp_size: int  # the opponent's hand size
+    deck_size: int
+    my_size: int  # our hand size
+
+
+class Resampling(NamedTuple):
+    """When the rows are resampled: to ``target`` particles once the ESS is below ``threshold``."""
+
+    target: int
+    threshold: float
 
 
 def _playable_masks() -> np.ndarray:
@@ -70,16 +113,15 @@ def _rank(card: int) -> int:
 
 
 @njit(cache=True)
-def apply_events(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, dom: np.ndarray,
-                 pool: np.ndarray, hand: np.ndarray, discard: np.ndarray, heads: np.ndarray, cards: np.ndarray,
-                 first: int, top: int, colour: int, pending: int, opp_size: int, deck_size: int, my_size: int,
-                 stream: np.ndarray, target: int, threshold: float, sets: np.ndarray,
+def apply_events(rows_fields: tuple, tracked_fields: tuple, events_fields: tuple, first: int, public_fields: tuple,
+                 stream: np.ndarray, resampling_fields: tuple, sets: np.ndarray,
                  features: np.ndarray) -> tuple[int, int, int, int, int, int, int]:
-    """Replay events ``first, first + 1, ...`` of ``heads`` over the public state and the rows; returns how many
-    events were applied in all (all of them, or the index of the first one no row explains: the rows and the
-    public state then stand partly updated by it, and the caller recovers from its snapshot), then the public
-    state after them (:data:`PUBLIC_FIELDS`). The tracker's arrays (``pool``, our ``hand``, the ``discard``
-    pile) are updated in place.
+    """Replay events ``first, first + 1, ...`` of the :class:`Events` over the :class:`Public` state and the
+    :class:`LazyRows`; returns how many events were applied in all (all of them, or the index of the first one no
+    row explains: the rows and the public state then stand partly updated by it, and the caller recovers from its
+    snapshot), then the public state after them (:class:`Public` order). The :class:`Tracked` arrays are updated
+    in place. Each NamedTuple comes in as a plain tuple of its fields (``*_fields``): numba's dispatcher checks a
+    NamedTuple argument on a slow path (docs/DECISIONS.md, "One driver, named kernel state").
 
     Per event, what :meth:`ParticleBelief._step <uno_env.belief.filters.ParticleBelief>` does through the
     tracker's hooks: a play of the opponent resolves the played type; our draw weighs the rows card by card; the
@@ -91,6 +133,13 @@ def apply_events(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndar
     it (:func:`~uno_env.belief.lazy_answers.features_into` with ``sets[colour, top rank]``): the answer the
     caller asks for after each update, without a second call.
     """
+    lazy, tracked, events = LazyRows(*rows_fields), Tracked(*tracked_fields), Events(*events_fields)
+    public, resampling = Public(*public_fields), Resampling(*resampling_fields)
+    rows, cnt, w, meta, dom = lazy.rows, lazy.cnt, lazy.w, lazy.meta, lazy.dom
+    pool, hand, discard, heads, cards = tracked.pool, tracked.hand, tracked.discard, events.heads, events.cards
+    # The public state changes as events apply: locals, returned at the end.
+    top, colour, pending, opp_size = public.top, public.colour, public.pending, public.opp_size
+    deck_size, my_size = public.deck_size, public.my_size
     n_events = heads.shape[0] // 4
     done = first
     ok = True
@@ -147,7 +196,7 @@ def apply_events(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndar
                 discard[t] = 0
             discard[top] = 1
         if reweighted:
-            resample_below(rows, cnt, w, meta, target, threshold, stream)
+            resample_below(rows, cnt, w, meta, resampling.target, resampling.threshold, stream)
         done += 1
     if ok and features.shape[0] > 0:
         features_into(rows, cnt, w, meta, dom, pool, sets[colour, _rank(top)], features)
