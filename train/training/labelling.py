@@ -225,9 +225,10 @@ class Workers:
         ``ProcessPoolExecutor.shutdown(wait=True)`` waiting forever, and a run must not hang at a round's end.
         """
         executor, self._executor = self._executor, None
-        if executor is not None:
-            closing = threading.Thread(target=executor.shutdown, kwargs={"wait": not cancel, "cancel_futures": cancel},
-                                       name="close-workers", daemon=True)
+        if executor is not None and cancel:
+            executor.shutdown(wait=False, cancel_futures=True)
+        elif executor is not None:
+            closing = threading.Thread(target=executor.shutdown, name="close-workers", daemon=True)
             closing.start()
             closing.join(CLOSE_TIMEOUT)
             if closing.is_alive():
