@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from uno_testlib import as_from_a_terminal
 
 from train.integrations import cleanrl_ppo
 
@@ -102,7 +103,8 @@ def test_ctrl_c_or_sigterm_stops_with_130_and_the_resume_command(tmp_path, stop)
     out = tmp_path / "stopped"
     process = subprocess.Popen([sys.executable, "-m", "train.integrations.cleanrl_ppo", *TINY, "--out", str(out),
                                 "--total-steps", "100000000", "--eval-every", "1"], cwd=ROOT,
-                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+                               stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               preexec_fn=as_from_a_terminal)
     deadline = time.monotonic() + 120
     while not (out / "state.pt").exists() and time.monotonic() < deadline and process.poll() is None:
         time.sleep(0.1)

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from uno_testlib import as_from_a_terminal
 
 from agents.ppo import load_network
 from train.config import ConfigError
@@ -131,7 +132,8 @@ TINY_RUN = {
 def start(args: list[str], **changes) -> subprocess.Popen:
     """``uno-train`` in a process group of its own (so a signal can reach it and its workers, as Ctrl-C does)."""
     return subprocess.Popen([sys.executable, "-m", "train", *args], cwd=ROOT, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **changes)
+                            preexec_fn=as_from_a_terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            **changes)
 
 
 def config_file(folder: Path, **pretrain) -> Path:

@@ -7,6 +7,7 @@ against the rules rather than against itself.
 
 from __future__ import annotations
 
+import signal
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -198,3 +199,12 @@ class FirstLegalPolicy:
     def act(self, view: Any) -> int:
         self.views.append(view)
         return min(view.legal_actions)
+
+
+def as_from_a_terminal() -> None:
+    """``preexec_fn`` for a child that a Ctrl-C test signals: SIGINT at its default action, as in a terminal.
+
+    pytest-xdist's workers ignore SIGINT and a child inherits an ignored signal; Python then installs no
+    KeyboardInterrupt handler, so the child would never see the test's Ctrl-C (whether it did depended on which
+    test had run before in the same worker: the notebook tests' kernels restore the default)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
