@@ -518,9 +518,11 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
         callback.close()  # the workers first: they may be dead already (a terminal's Ctrl-C reaches them too)
         saved = callback.save_checkpoint()
         callback.record.update(int(model.num_timesteps))
-        raise TrainingInterrupted(
-            f"training interrupted at step {model.num_timesteps:,}; saved {saved}. Continue with: "
-            f"uno-train --resume {shlex.quote(str(run_dir))}") from None
+        phase = run_dir / "ppo_phase" / "state.pt"
+        where = f"in the PPO phase; its last checkpoint is {phase}" if model.num_timesteps == 0 and phase.exists() \
+            else f"at step {model.num_timesteps:,}; saved {saved}"
+        raise TrainingInterrupted(f"training interrupted {where}. Continue with: "
+                                  f"uno-train --resume {shlex.quote(str(run_dir))}") from None
     finally:
         callback.close()
         model.logger.close()  # TensorBoard's files complete before the run returns (a reader may open them next)
