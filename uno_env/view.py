@@ -32,7 +32,10 @@ Event = tuple[int, int, int, Any]
 #: Outcome codes, relative to the viewer: the viewer won, the other seat won, a drawn game.
 WIN, LOSS, DRAWN = 0, 1, -1
 _PLAYER_NAMES = ("agent", "opponent")
-_WINNER_NAMES = {WIN: "agent", LOSS: "opponent", DRAWN: "draw"}
+#: ``info["winner"]`` and a game record's winner for each outcome code: the one table of the outcome's names.
+WINNER_NAMES = {WIN: "agent", LOSS: "opponent", DRAWN: "draw"}
+#: What each winner scores the agent in a win rate: a drawn game counts half, as in the evaluations' pair scores.
+WINNER_SCORES = {WINNER_NAMES[WIN]: 1.0, WINNER_NAMES[LOSS]: 0.0, WINNER_NAMES[DRAWN]: 0.5}
 # _NAMES_BY_COUNT[card][k]: the card's name k times, so a hand's names take one lookup per card type held (the
 # info dict is built at every env step).
 _NAMES_BY_COUNT = tuple(tuple((name,) * count for count in range(max(COPIES) + 1)) for name in CARD_NAMES)
@@ -125,7 +128,7 @@ def public_info(mask: np.ndarray, hand_names: list[str], top: int, active_colour
         "events": [event_to_dict(event) for event in events],
     }
     if outcome is not None:
-        info["winner"] = _WINNER_NAMES[outcome]
+        info["winner"] = WINNER_NAMES[outcome]
         info["is_success"] = outcome == WIN
     return info
 

@@ -48,14 +48,14 @@ from uno_env.game import Game
 from uno_env.match import GameResult, play_game
 from uno_env.policy import Policy
 from uno_env.seat import deal_game
-from uno_env.view import DRAW, Event, PublicView, event_to_dict
+from uno_env.view import DRAW, WINNER_NAMES, Event, PublicView, event_to_dict
 
 FORMAT = "uno-rl game record"
 VERSION = 1
 HIDDEN_NOTE = ("Hidden from the players during the game (the deal, the deck order, the cards each draw took); "
                "kept for review after the game.")
 _SEAT_NAMES = ("agent", "opponent")
-_WINNERS = ("agent", "opponent", "draw", None)
+_WINNERS = (*WINNER_NAMES.values(), None)
 
 
 def start_scenario(game: Game) -> dict[str, Any]:
@@ -103,7 +103,7 @@ class GameRecord:
             if event[0] == DRAW:
                 drawn.append([CARD_NAMES[card] for card in event[3]])
         if winner is None and game.outcome is not None:
-            winner = {0: "agent", 1: "opponent"}.get(game.outcome, "draw")
+            winner = WINNER_NAMES[game.outcome]
         return cls(seed, (str(players[0]), str(players[1])), start, events, drawn, winner, first_from_seed)
 
     @property
@@ -206,7 +206,7 @@ def record_match(policies: tuple[Policy, Policy], seed: int, first_player: int =
                        **play_options)
     (start, game), = dealt
     names = names or [getattr(p, "name", type(p).__name__) for p in policies]
-    winner = {0: "agent", 1: "opponent"}.get(result.winner, "draw")
+    winner = WINNER_NAMES[result.winner]
     return result, GameRecord.from_game(start, game, seed, names, winner)
 
 

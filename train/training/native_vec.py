@@ -18,9 +18,12 @@ import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
-from uno_env.vector import UnoVectorEnv
+from uno_env.core import reward
+from uno_env.vector import AGENT, UnoVectorEnv
+from uno_env.view import WINNER_NAMES
 
-_WINNER = {1: "agent", -1: "opponent", 0: "draw"}
+# An ended game's winner from the agent's reward (seat 0's outcome codes are the view's, from the agent's side).
+_WINNER = {reward(AGENT, outcome): name for outcome, name in WINNER_NAMES.items()}
 
 
 class NativeVecEnv(VecEnv):
@@ -70,7 +73,7 @@ class NativeVecEnv(VecEnv):
             infos[i] = {"terminal_observation": info["final_obs"][i], "TimeLimit.truncated": bool(truncated[i]),
                         "is_success": bool(info["is_success"][i]), "opponent": names[info["opponent"][i]]}
             if terminated[i]:  # UnoEnv's info["winner"]; a truncated game has none
-                infos[i]["winner"] = _WINNER[int(np.sign(rewards[i]))]
+                infos[i]["winner"] = _WINNER[float(np.sign(rewards[i]))]
         return obs, rewards.astype(np.float32), dones, infos
 
     def action_masks(self) -> np.ndarray:

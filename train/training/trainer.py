@@ -74,8 +74,7 @@ from train.training.run_folder import (
 from uno_env.env import UnoEnv
 from uno_env.observation import PRIVILEGED_SIZE
 from uno_env.policy import Policy, needs_of
-
-_SCORE = {"agent": 1.0, "opponent": 0.0, "draw": 0.5}
+from uno_env.view import WINNER_SCORES
 
 
 class TrainingInterrupted(KeyboardInterrupt):
@@ -272,7 +271,7 @@ class RunCallback(BaseCallback):
         for done, info in zip(self.locals["dones"], self.locals["infos"], strict=True):
             if done and "opponent" in info:
                 self.recent.setdefault(info["opponent"], deque(maxlen=500)).append(
-                    _SCORE.get(info.get("winner"), 0.5))  # a truncated game (no winner) counts as a draw
+                    WINNER_SCORES.get(info.get("winner"), 0.5))  # a truncated game (no winner) counts as a draw
         step = self.model.num_timesteps
         cfg = self.config
         checkpoint_due = step // cfg.checkpoint_every > (step - self.training_env.num_envs) // cfg.checkpoint_every
