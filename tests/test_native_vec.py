@@ -55,6 +55,24 @@ def test_the_adapter_speaks_sb3s_vecenv():
         venv.set_opponent_mix({"rule": 1.0}, ["checkpoint.zip"])
 
 
+def test_finished_games_name_their_winner_as_uno_env_does():
+    """Games played to their end: each names the winner its reward says, and wins and losses both occur."""
+    venv = NativeVecEnv(8, opponent="rule")
+    venv.seed(11)
+    venv.reset()
+    rng = np.random.default_rng(1)
+    winners: dict[str, int] = {}
+    while sum(winners.values()) < 40:
+        masks = get_action_masks(venv)
+        venv.step_async((rng.random(masks.shape) * masks).argmax(axis=1))
+        _, rewards, dones, infos = venv.step_wait()
+        for i in np.flatnonzero(dones):
+            expected = {1.0: "agent", -1.0: "opponent", 0.0: "draw"}[float(rewards[i])]
+            assert infos[i]["winner"] == expected and infos[i]["is_success"] == (expected == "agent")
+            winners[expected] = winners.get(expected, 0) + 1
+    assert winners.get("agent", 0) > 0 and winners.get("opponent", 0) > 0
+
+
 def test_maskable_ppo_learns_on_the_adapter():
     """The critic learns to predict game outcomes from the adapter's transitions (explained variance well above
     0, which scrambled rewards, observations or episode ends would prevent), and the policy moves; every sampled

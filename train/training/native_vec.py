@@ -23,7 +23,7 @@ from uno_env.vector import AGENT, UnoVectorEnv
 from uno_env.view import WINNER_NAMES
 
 # An ended game's winner from the agent's reward (seat 0's outcome codes are the view's, from the agent's side).
-_WINNER = {reward(AGENT, outcome): name for outcome, name in WINNER_NAMES.items()}
+_WINNER = {reward(outcome, AGENT): name for outcome, name in WINNER_NAMES.items()}
 
 
 class NativeVecEnv(VecEnv):
