@@ -15,7 +15,7 @@ import math
 import numpy as np
 from numba import njit
 
-from uno_env.belief.sampling import ess, next_below, next_cumulative, systematic_copies
+from uno_env.belief.sampling import ess, next_below, next_multinomial, systematic_copies
 from uno_env.cards import NUM_CARD_TYPES
 from uno_env.core import uniform
 
@@ -133,9 +133,9 @@ def add_children(bucket: np.ndarray, n_out: int, s: int, parent: np.ndarray, cou
 @njit(cache=True)
 def split(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, probs: np.ndarray, n_out: int,
           outcome: np.ndarray, stream: np.ndarray) -> bool:
-    """Send each row's particles to outcomes with weights ``probs`` (rows x ``n_out``), one draw per particle
-    (a multinomial draw of the row's count). Each (row, outcome) that received particles becomes a row, its
-    outcome in ``outcome``. False if a row has no possible outcome."""
+    """Send each row's particles to outcomes with weights ``probs`` (rows x ``n_out``) by a multinomial draw of the
+    row's count (:func:`~uno_env.belief.sampling.next_multinomial`). Each (row, outcome) that received particles
+    becomes a row, its outcome in ``outcome``. False if a row has no possible outcome."""
     S = meta[0]
     n = 0
     for s in range(S):
@@ -155,16 +155,7 @@ def split(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, pr
             cum[o] = total
         if not (total > 0.0):
             return False
-        only = -1  # the one possible outcome, if there is one: its particles need no draw
-        for o in range(n_out):
-            if probs[s, o] > 0.0:
-                only = o if only == -1 else -2
-        if only >= 0:
-            bucket[only] = cnt[s]
-        else:
-            for _ in range(cnt[s]):
-                x, o = next_cumulative(cum, n_out, x)
-                bucket[o] += 1
+        x = next_multinomial(x, cnt[s], probs[s], cum, n_out, bucket)
         n = add_children(bucket, n_out, s, parent, count, outcome, n)
     stream[0] = x
     expand(rows, cnt, w, meta, parent, count, n)

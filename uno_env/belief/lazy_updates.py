@@ -26,7 +26,7 @@ from uno_env.belief.lazy_rows import (
     row_pool,
     split,
 )
-from uno_env.belief.sampling import next_below
+from uno_env.belief.sampling import next_below, next_multinomial
 from uno_env.cards import DECK_SIZE, NUM_CARD_TYPES
 
 _T = NUM_CARD_TYPES
@@ -148,7 +148,9 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
     m = np.empty(D, np.int64)
     deck = np.empty(D, np.int64)
     left = np.empty(D, np.int64)
-    bucket = np.empty(D, np.int64)
+    bucket = np.zeros(D, np.int64)
+    weights = np.empty(D)
+    cum = np.empty(D)
     picks = np.empty(count, np.int64)
     most = 0
     total = 0
@@ -176,18 +178,13 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
             size += deck[j]
         if size < count:
             return False
-        if count == 1:  # one card: count the particles per domain, no keys to sort
-            bucket[:] = 0
-            below_end = 0
+        if count == 1:  # one card: a multinomial draw of the particles over the domains, no keys to sort
+            below_end = 0.0
             for j in range(D):
+                weights[j] = deck[j]
                 below_end += deck[j]
-                left[j] = below_end  # cumulative deck counts (left is free here)
-            for _ in range(cnt[s]):
-                x, r = next_below(x, size)
-                j = 0
-                for i in range(D - 1):  # branch-free, as in next_cumulative
-                    j += r >= left[i]
-                bucket[j] += 1
+                cum[j] = below_end
+            x = next_multinomial(x, cnt[s], weights, cum, D, bucket)
             n = add_children(bucket, D, s, parent, group, key_of, n)
             continue
         n_keys = 0
