@@ -60,9 +60,10 @@ def play(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, dom
         m = row_pool(rows, s, order, start, pool, j)
         k = rows[s, _T + j]
         a = U[card] - rows[s, card]
-        most = min(a, k)  # more than a copies, or than k lazy cards, has probability exactly 0: no exp for it
+        # More than a copies or than k lazy cards, or fewer than k - (m - a), has probability exactly 0: no exp.
+        least, most = max(0, k - (m - a)), min(a, k)
         for g in range(MAX_COPIES + 1):
-            probs[s, g] = hyper(a, m, k, g) if g <= most else 0.0
+            probs[s, g] = hyper(a, m, k, g) if least <= g <= most else 0.0
         if require and rows[s, card] < 1:
             probs[s, 0] = 0.0
             like[s] = probs[s].sum()
