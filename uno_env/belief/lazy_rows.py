@@ -163,8 +163,9 @@ def split(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, pr
 
 
 @njit(cache=True)
-def normalize(rows: np.ndarray, meta: np.ndarray, dom: np.ndarray) -> None:
-    """Canonical split: single-type domains folded into ``R``; domains with no lazy card anywhere merged."""
+def normalize(rows: np.ndarray, meta: np.ndarray, dom: np.ndarray) -> bool:
+    """Canonical split: single-type domains folded into ``R``; domains with no lazy card anywhere merged. True if a
+    domain was folded (rows that differed may now be equal: the merge of equal rows must then look again)."""
     S, D = meta[0], meta[1]
     sizes = np.zeros(D, np.int64)
     for t in range(_T):
@@ -174,8 +175,10 @@ def normalize(rows: np.ndarray, meta: np.ndarray, dom: np.ndarray) -> None:
         for j in range(D):
             if rows[s, _T + j] > 0:
                 lazy[j] = True
+    folded = False
     for j in range(D):
         if sizes[j] == 1 and lazy[j]:
+            folded = True
             for t in range(_T):
                 if dom[t] == j:
                     for s in range(S):
@@ -202,6 +205,7 @@ def normalize(rows: np.ndarray, meta: np.ndarray, dom: np.ndarray) -> None:
     for t in range(_T):
         dom[t] = new_id[dom[t]]
     meta[1] = live + settled
+    return folded
 
 
 @njit(cache=True)
@@ -229,13 +233,32 @@ _HASH_WEIGHTS = _hash_weights()
 
 
 @njit(cache=True)
-def _row_hash(rows: np.ndarray, s: int, W: int) -> np.uint64:
-    """A hash of the row's counts: a sum of independent products (no chain of dependent multiplies as in FNV);
-    equal rows hash alike, and the merge compares rows whose hashes agree."""
+def row_sum(rows: np.ndarray, s: int, W: int) -> np.uint64:
+    """The row's counts weighed by :data:`_HASH_WEIGHTS` and summed (a sum of independent products, no chain of
+    dependent multiplies as in FNV): linear in the counts, so a child's is its parent's plus the weights of the
+    counts it adds."""
     h = np.uint64(0)
     for c in range(W):
         h += np.uint64(rows[s, c]) * _HASH_WEIGHTS[c]
+    return h
+
+
+@njit(inline="always")
+def add_count(h: np.uint64, column: int) -> np.uint64:
+    """The :func:`row_sum` ``h`` of a row with one more count in ``column``."""
+    return h + _HASH_WEIGHTS[column]
+
+
+@njit(inline="always")
+def mix(h: np.uint64) -> np.uint64:
+    """A :func:`row_sum` made a hash (its high bits index the tables): equal rows hash alike."""
     return h ^ (h >> np.uint64(29))
+
+
+@njit(cache=True)
+def _row_hash(rows: np.ndarray, s: int, W: int) -> np.uint64:
+    """The hash of row ``s``; the merge compares rows whose hashes agree."""
+    return mix(row_sum(rows, s, W))
 
 
 @njit(cache=True)

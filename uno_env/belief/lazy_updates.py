@@ -13,7 +13,7 @@ from numba import njit
 from uno_env.belief.combinatorics import exp0, hyper, log_comb
 from uno_env.belief.lazy_rows import (
     MAX_COPIES,
-    add_children,
+    add_count,
     deal,
     detach,
     domain_pools,
@@ -21,9 +21,11 @@ from uno_env.belief.lazy_rows import (
     layout,
     lazy_copies,
     merge,
+    mix,
     normalize,
     reweight,
     row_pool,
+    row_sum,
     split,
 )
 from uno_env.belief.sampling import next_below, next_multinomial
@@ -130,9 +132,105 @@ def draw(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, dom
     done = 0
     while done < count:
         chunk = min(count - done, _DRAW_CHUNK)
-        if not _draw_chunk(rows, cnt, w, meta, dom, U, chunk, stream):
+        if chunk == 1:
+            if not _draw_one(rows, cnt, w, meta, dom, U, stream):
+                return False
+        elif not _draw_chunk(rows, cnt, w, meta, dom, U, chunk, stream):
             return False
         done += chunk
+    return True
+
+
+@njit(cache=True)
+def _draw_one(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, dom: np.ndarray, U: np.ndarray,
+              stream: np.ndarray) -> bool:
+    """:func:`draw` of one card: each row's particles are split over the domains the card may come from (a
+    multinomial draw with the deck's ``m_j - K_j``), and the children are merged as they are made.
+
+    A child is its parent with one more lazy card in domain ``j``: its hash is the parent's :func:`row_sum` plus
+    domain ``j``'s weight, and two children are compared through their parents, so no child is written before it
+    is known to be new. The rows kept, their order and counts are those of writing every child and merging equal
+    rows afterwards (children of different parents often coincide: ``K = (2, 1)`` plus a card of domain 2 is
+    ``K = (1, 2)`` plus one of domain 1), which cost a third of the draw in hashing and copying children.
+    """
+    S, D = meta[0], meta[1]
+    W = _T + D
+    order, start, pool = layout(dom, D, U)
+    m = np.empty(D, np.int64)
+    weights = np.empty(D)
+    cum = np.empty(D)
+    bucket = np.zeros(D, np.int64)
+    n = 0
+    for s in range(S):
+        n += min(cnt[s], D)
+    parent = np.empty(n, np.int64)
+    group = np.empty(n, np.int64)
+    picked = np.empty(n, np.int64)
+    keys = np.empty(n, np.uint64)
+    bits = 1
+    while (1 << bits) < 2 * n:  # at most half full, as in merge
+        bits += 1
+    mask = (1 << bits) - 1
+    slots = np.full(mask + 1, -1, np.int64)
+    n = 0
+    x = stream[0]
+    for s in range(S):
+        domain_pools(rows, s, order, start, pool, D, m)
+        size = 0.0
+        for j in range(D):
+            weights[j] = m[j] - rows[s, _T + j]
+            size += weights[j]
+            cum[j] = size
+        if size < 1.0:
+            return False
+        x = next_multinomial(x, cnt[s], weights, cum, D, bucket)
+        base = row_sum(rows, s, W)
+        for j in range(D):
+            if bucket[j] == 0:
+                continue
+            key = mix(add_count(base, _T + j))
+            i = np.int64(key >> np.uint64(64 - bits))
+            found = -1
+            while slots[i] >= 0:
+                q = slots[i]
+                if keys[q] == key and w[parent[q]] == w[s] and _same_child(rows, parent[q], picked[q], s, j, W):
+                    found = q
+                    break
+                i = (i + 1) & mask
+            if found >= 0:
+                group[found] += bucket[j]
+            else:
+                slots[i] = n
+                parent[n], picked[n], group[n], keys[n] = s, j, bucket[j], key
+                n += 1
+            bucket[j] = 0
+    stream[0] = x
+    # A row whose children all joined earlier ones is dropped: the rows that keep a child move down first, so that
+    # every parent has a child and expand's in-place writing (children at or after their parent) holds.
+    kept = -1
+    last = -1
+    for i in range(n):
+        if parent[i] != last:
+            last = parent[i]
+            kept += 1
+            if kept != last:
+                rows[kept, :W] = rows[last, :W]
+                w[kept] = w[last]
+        parent[i] = kept
+    expand(rows, cnt, w, meta, parent, group, n)
+    for i in range(n):
+        rows[i, _T + picked[i]] += 1
+    if normalize(rows, meta, dom):  # a folded domain can make equal rows of children that differed
+        merge(rows, cnt, w, meta)
+    return True
+
+
+@njit(inline="always")
+def _same_child(rows: np.ndarray, a: int, j: int, b: int, k: int, W: int) -> bool:
+    """Whether row ``a`` with one more lazy card in domain ``j`` equals row ``b`` with one more in domain ``k``."""
+    for c in range(W):  # noqa: SIM110 (a loop numba compiles; all() of a generator it does not)
+        if rows[a, c] + (c == _T + j) != rows[b, c] + (c == _T + k):
+            return False
     return True
 
 
@@ -149,9 +247,6 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
     m = np.empty(D, np.int64)
     deck = np.empty(D, np.int64)
     left = np.empty(D, np.int64)
-    bucket = np.zeros(D, np.int64)
-    weights = np.empty(D)
-    cum = np.empty(D)
     picks = np.empty(count, np.int64)
     most = 0
     total = 0
@@ -179,15 +274,6 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
             size += deck[j]
         if size < count:
             return False
-        if count == 1:  # one card: a multinomial draw of the particles over the domains, no keys to sort
-            below_end = 0.0
-            for j in range(D):
-                weights[j] = deck[j]
-                below_end += deck[j]
-                cum[j] = below_end
-            x = next_multinomial(x, cnt[s], weights, cum, D, bucket)
-            n = add_children(bucket, D, s, parent, group, key_of, n)
-            continue
         n_keys = 0
         for q in range(cnt[s]):
             left[:] = deck
