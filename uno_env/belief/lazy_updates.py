@@ -7,6 +7,8 @@ False when no row explains the event (the caller raises :class:`~uno_env.belief.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -132,106 +134,22 @@ def draw(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, dom
     done = 0
     while done < count:
         chunk = min(count - done, _DRAW_CHUNK)
-        if chunk == 1:
-            if not _draw_one(rows, cnt, w, meta, dom, U, stream):
-                return False
-        elif not _draw_chunk(rows, cnt, w, meta, dom, U, chunk, stream):
+        if not _draw_chunk(rows, cnt, w, meta, dom, U, chunk, stream):
             return False
         done += chunk
     return True
 
 
-@njit(cache=True)
-def _draw_one(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, dom: np.ndarray, U: np.ndarray,
-              stream: np.ndarray) -> bool:
-    """:func:`draw` of one card: each row's particles are split over the domains the card may come from (a
-    multinomial draw with the deck's ``m_j - K_j``), and the children are merged as they are made.
+class _Children(NamedTuple):
+    """A draw's children as they are made (:func:`_draw_chunk`): child ``i`` is row ``parent[i]`` with the cards of
+    ``key[i]`` (a multiset of domains: its sorted picks in base ``D``) added, for ``group[i]`` particles; ``hashes``
+    and the open-addressing table ``slots`` (``-1`` empty) find a child equal to a new one."""
 
-    A child is its parent with one more lazy card in domain ``j``: its hash is the parent's :func:`row_sum` plus
-    domain ``j``'s weight, and two children are compared through their parents, so no child is written before it
-    is known to be new. The rows kept, their order and counts are those of writing every child and merging equal
-    rows afterwards (children of different parents often coincide: ``K = (2, 1)`` plus a card of domain 2 is
-    ``K = (1, 2)`` plus one of domain 1), which cost a third of the draw in hashing and copying children.
-    """
-    S, D = meta[0], meta[1]
-    W = _T + D
-    order, start, pool = layout(dom, D, U)
-    m = np.empty(D, np.int64)
-    weights = np.empty(D)
-    cum = np.empty(D)
-    bucket = np.zeros(D, np.int64)
-    n = 0
-    for s in range(S):
-        n += min(cnt[s], D)
-    parent = np.empty(n, np.int64)
-    group = np.empty(n, np.int64)
-    picked = np.empty(n, np.int64)
-    keys = np.empty(n, np.uint64)
-    bits = 1
-    while (1 << bits) < 2 * n:  # at most half full, as in merge
-        bits += 1
-    mask = (1 << bits) - 1
-    slots = np.full(mask + 1, -1, np.int64)
-    n = 0
-    x = stream[0]
-    for s in range(S):
-        domain_pools(rows, s, order, start, pool, D, m)
-        size = 0.0
-        for j in range(D):
-            weights[j] = m[j] - rows[s, _T + j]
-            size += weights[j]
-            cum[j] = size
-        if size < 1.0:
-            return False
-        x = next_multinomial(x, cnt[s], weights, cum, D, bucket)
-        base = row_sum(rows, s, W)
-        for j in range(D):
-            if bucket[j] == 0:
-                continue
-            key = mix(add_count(base, _T + j))
-            i = np.int64(key >> np.uint64(64 - bits))
-            found = -1
-            while slots[i] >= 0:
-                q = slots[i]
-                if keys[q] == key and w[parent[q]] == w[s] and _same_child(rows, parent[q], picked[q], s, j, W):
-                    found = q
-                    break
-                i = (i + 1) & mask
-            if found >= 0:
-                group[found] += bucket[j]
-            else:
-                slots[i] = n
-                parent[n], picked[n], group[n], keys[n] = s, j, bucket[j], key
-                n += 1
-            bucket[j] = 0
-    stream[0] = x
-    # A row whose children all joined earlier ones is dropped: the rows that keep a child move down first, so that
-    # every parent has a child and expand's in-place writing (children at or after their parent) holds.
-    kept = -1
-    last = -1
-    for i in range(n):
-        if parent[i] != last:
-            last = parent[i]
-            kept += 1
-            if kept != last:
-                rows[kept, :W] = rows[last, :W]
-                w[kept] = w[last]
-        parent[i] = kept
-    expand(rows, cnt, w, meta, parent, group, n)
-    for i in range(n):
-        rows[i, _T + picked[i]] += 1
-    if normalize(rows, meta, dom):  # a folded domain can make equal rows of children that differed
-        merge(rows, cnt, w, meta)
-    return True
-
-
-@njit(inline="always")
-def _same_child(rows: np.ndarray, a: int, j: int, b: int, k: int, W: int) -> bool:
-    """Whether row ``a`` with one more lazy card in domain ``j`` equals row ``b`` with one more in domain ``k``."""
-    for c in range(W):  # noqa: SIM110 (a loop numba compiles; all() of a generator it does not)
-        if rows[a, c] + (c == _T + j) != rows[b, c] + (c == _T + k):
-            return False
-    return True
+    parent: np.ndarray
+    group: np.ndarray
+    key: np.ndarray
+    hashes: np.ndarray
+    slots: np.ndarray
 
 
 @njit(cache=True)
@@ -240,19 +158,30 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
     """:func:`draw` of ``count <= _DRAW_CHUNK`` cards.
 
     Each particle draws its cards one after the other (without replacement); particles of a row that drew the
-    same multiset of domains share a child row, whatever the order of the cards (equal rows of equal weight).
+    same multiset of domains share a child row, whatever the order of the cards. One card: the row's particles are
+    split over the domains by a multinomial draw (:func:`~uno_env.belief.sampling.next_multinomial`) instead.
+
+    Children of different parents often coincide (``K = (2, 1)`` plus a card of domain 2 is ``K = (1, 2)`` plus one
+    of domain 1), and right after a resampling their weights are equal too: they are merged as they are made
+    (:func:`_keep_child`), which keeps the row count, which every later update pays for, down. The rows kept, their
+    order and counts are those of writing every child and merging equal rows afterwards, which spent a third of
+    a one-card draw hashing and copying children.
     """
     S, D = meta[0], meta[1]
     order, start, pool = layout(dom, D, U)
     m = np.empty(D, np.int64)
     deck = np.empty(D, np.int64)
     left = np.empty(D, np.int64)
+    weights = np.empty(D)
+    cum = np.empty(D)
+    bucket = np.zeros(D, np.int64)
+    diff = np.empty(D, np.int64)
     picks = np.empty(count, np.int64)
     most = 0
     total = 0
     for s in range(S):
         most = max(most, cnt[s])
-        total += cnt[s]
+        total += min(cnt[s], D) if count == 1 else cnt[s]
     keys = np.empty(most, np.int64)
     # Keys of a multiset of domains: sorted picks in base D. Up to _KEY_SPACE keys, a row's particles are counted
     # per key in a table (sorting a thousand keys cost more than drawing them); beyond, keys are sorted.
@@ -261,9 +190,11 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
         space = min(space * D, _KEY_SPACE + 1)
     table = space <= _KEY_SPACE
     per_key = np.zeros(space if table else 0, np.int64)
-    parent = np.empty(total, np.int64)
-    group = np.empty(total, np.int64)
-    key_of = np.empty(total, np.int64)
+    bits = 1
+    while (1 << bits) < 2 * total:  # at most half full, as in merge
+        bits += 1
+    kids = _Children(np.empty(total, np.int64), np.empty(total, np.int64), np.empty(total, np.int64),
+                     np.empty(total, np.uint64), np.full(1 << bits, -1, np.int64))
     n = 0
     x = stream[0]
     for s in range(S):
@@ -274,6 +205,17 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
             size += deck[j]
         if size < count:
             return False
+        base = row_sum(rows, s, _T + D)
+        if count == 1:
+            for j in range(D):
+                weights[j] = deck[j]
+                cum[j] = deck[j] + (cum[j - 1] if j > 0 else 0.0)
+            x = next_multinomial(x, cnt[s], weights, cum, D, bucket)
+            for j in range(D):
+                if bucket[j] > 0:
+                    n = _keep_child(rows, w, s, j, bucket[j], base, count, D, bits, diff, kids, n)
+                    bucket[j] = 0
+            continue
         n_keys = 0
         for q in range(cnt[s]):
             left[:] = deck
@@ -302,11 +244,8 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
                 keys[q] = key
         if table:
             for i in range(n_keys):
-                parent[n] = s
-                group[n] = per_key[keys[i]]
-                key_of[n] = keys[i]
+                n = _keep_child(rows, w, s, keys[i], per_key[keys[i]], base, count, D, bits, diff, kids, n)
                 per_key[keys[i]] = 0
-                n += 1
             continue
         if cnt[s] > 1:
             keys[:cnt[s]].sort()
@@ -315,24 +254,76 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
             stop = q + 1
             while stop < cnt[s] and keys[stop] == keys[q]:
                 stop += 1
-            parent[n] = s
-            group[n] = stop - q
-            key_of[n] = keys[q]
-            n += 1
+            n = _keep_child(rows, w, s, keys[q], stop - q, base, count, D, bits, diff, kids, n)
             q = stop
     stream[0] = x
-    expand(rows, cnt, w, meta, parent, group, n)
+    parent = kids.parent
+    # A row whose children all joined earlier ones is dropped: the rows that keep a child move down first, so that
+    # every parent has a child and expand's in-place writing (children at or after their parent) holds.
+    kept = -1
+    last = -1
     for i in range(n):
-        key = key_of[i]
+        if parent[i] != last:
+            last = parent[i]
+            kept += 1
+            if kept != last:
+                rows[kept, :_T + D] = rows[last, :_T + D]
+                w[kept] = w[last]
+        parent[i] = kept
+    expand(rows, cnt, w, meta, parent, kids.group, n)
+    for i in range(n):
+        key = kids.key[i]
         for _ in range(count):
             rows[i, _T + key % D] += 1
             key //= D
-    normalize(rows, meta, dom)
-    # Children of different parents often coincide (a row with K = (2, 1) that drew from domain 2 and one with
-    # (1, 2) that drew from domain 1); right after a resampling their weights are equal too, and merging them
-    # keeps the row count, which every later update pays for, down.
-    merge(rows, cnt, w, meta)
+    if normalize(rows, meta, dom):  # a folded domain can make equal rows of children that differed
+        merge(rows, cnt, w, meta)
     return True
+
+
+@njit(inline="always")
+def _keep_child(rows: np.ndarray, w: np.ndarray, s: int, key: int, particles: int, base: np.uint64, count: int,
+                D: int, bits: int, diff: np.ndarray, kids: _Children, n: int) -> int:
+    """Offer row ``s`` plus the cards of ``key`` (``particles`` of them) to the children made so far: an equal one
+    (same counts, same weight) takes its particles, else it becomes child ``n``. Returns the number of children.
+
+    Its hash is the parent's :func:`row_sum` plus the weights of the added cards, and it is compared with a child
+    through their parents (``diff``: the cards the child made adds minus those the new one adds), so no child is
+    written before it is known to be new."""
+    h = base
+    rest = key
+    for _ in range(count):
+        h = add_count(h, _T + rest % D)
+        rest //= D
+    h = mix(h)
+    mask = (1 << bits) - 1
+    i = np.int64(h >> np.uint64(64 - bits))
+    while kids.slots[i] >= 0:
+        q = kids.slots[i]
+        a = kids.parent[q]
+        if kids.hashes[q] == h and w[a] == w[s]:
+            diff[:] = 0
+            mine, theirs = key, kids.key[q]
+            for _ in range(count):
+                diff[theirs % D] += 1
+                diff[mine % D] -= 1
+                mine //= D
+                theirs //= D
+            same = True
+            for c in range(_T):
+                if rows[a, c] != rows[s, c]:
+                    same = False
+                    break
+            for j in range(D):
+                if same and rows[a, _T + j] + diff[j] != rows[s, _T + j]:
+                    same = False
+            if same:
+                kids.group[q] += particles
+                return n
+        i = (i + 1) & mask
+    kids.slots[i] = n
+    kids.parent[n], kids.group[n], kids.key[n], kids.hashes[n] = s, particles, key, h
+    return n + 1
 
 
 @njit(cache=True)
