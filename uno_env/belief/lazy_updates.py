@@ -143,13 +143,16 @@ def draw(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, dom
 class _Children(NamedTuple):
     """A draw's children as they are made (:func:`_draw_chunk`): child ``i`` is row ``parent[i]`` with the cards of
     ``key[i]`` (a multiset of domains: its sorted picks in base ``D``) added, for ``group[i]`` particles; ``hashes``
-    and the open-addressing table ``slots`` (``-1`` empty) find a child equal to a new one."""
+    and the open-addressing table ``slots`` (``-1`` empty, ``2**bits`` of them) find a child equal to a new one;
+    ``diff`` is room for one comparison (:func:`_keep_child`)."""
 
     parent: np.ndarray
     group: np.ndarray
     key: np.ndarray
     hashes: np.ndarray
     slots: np.ndarray
+    bits: int
+    diff: np.ndarray
 
 
 @njit(cache=True)
@@ -175,7 +178,6 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
     weights = np.empty(D)
     cum = np.empty(D)
     bucket = np.zeros(D, np.int64)
-    diff = np.empty(D, np.int64)
     picks = np.empty(count, np.int64)
     most = 0
     total = 0
@@ -194,7 +196,7 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
     while (1 << bits) < 2 * total:  # at most half full, as in merge
         bits += 1
     kids = _Children(np.empty(total, np.int64), np.empty(total, np.int64), np.empty(total, np.int64),
-                     np.empty(total, np.uint64), np.full(1 << bits, -1, np.int64))
+                     np.empty(total, np.uint64), np.full(1 << bits, -1, np.int64), bits, np.empty(D, np.int64))
     n = 0
     x = stream[0]
     for s in range(S):
@@ -213,7 +215,7 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
             x = next_multinomial(x, cnt[s], weights, cum, D, bucket)
             for j in range(D):
                 if bucket[j] > 0:
-                    n = _keep_child(rows, w, s, j, bucket[j], base, count, D, bits, diff, kids, n)
+                    n = _keep_child(rows, w, s, j, bucket[j], base, count, D, kids, n)
                     bucket[j] = 0
             continue
         n_keys = 0
@@ -244,7 +246,7 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
                 keys[q] = key
         if table:
             for i in range(n_keys):
-                n = _keep_child(rows, w, s, keys[i], per_key[keys[i]], base, count, D, bits, diff, kids, n)
+                n = _keep_child(rows, w, s, keys[i], per_key[keys[i]], base, count, D, kids, n)
                 per_key[keys[i]] = 0
             continue
         if cnt[s] > 1:
@@ -254,7 +256,7 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
             stop = q + 1
             while stop < cnt[s] and keys[stop] == keys[q]:
                 stop += 1
-            n = _keep_child(rows, w, s, keys[q], stop - q, base, count, D, bits, diff, kids, n)
+            n = _keep_child(rows, w, s, keys[q], stop - q, base, count, D, kids, n)
             q = stop
     stream[0] = x
     parent = kids.parent
@@ -283,12 +285,12 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
 
 @njit(inline="always")
 def _keep_child(rows: np.ndarray, w: np.ndarray, s: int, key: int, particles: int, base: np.uint64, count: int,
-                D: int, bits: int, diff: np.ndarray, kids: _Children, n: int) -> int:
+                D: int, kids: _Children, n: int) -> int:
     """Offer row ``s`` plus the cards of ``key`` (``particles`` of them) to the children made so far: an equal one
     (same counts, same weight) takes its particles, else it becomes child ``n``. Returns the number of children.
 
     Its hash is the parent's :func:`row_sum` plus the weights of the added cards, and it is compared with a child
-    through their parents (``diff``: the cards the child made adds minus those the new one adds), so no child is
+    through their parents (``kids.diff``: the cards the child made adds minus those the new one adds), so no child is
     written before it is known to be new."""
     h = base
     rest = key
@@ -296,6 +298,7 @@ def _keep_child(rows: np.ndarray, w: np.ndarray, s: int, key: int, particles: in
         h = add_count(h, _T + rest % D)
         rest //= D
     h = mix(h)
+    bits, diff = kids.bits, kids.diff
     mask = (1 << bits) - 1
     i = np.int64(h >> np.uint64(64 - bits))
     while kids.slots[i] >= 0:
