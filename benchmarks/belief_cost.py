@@ -22,6 +22,10 @@ use: its cost per view is the whole of what it would add to a step. Each figure 
 clock: on a machine shared with other busy processes the wall times of these short measurements swing by a
 factor of two from run to run, the CPU times much less (cache effects of the other processes remain).
 
+``--pairs K`` adds the steadier figure of a shared machine: ``counting`` and ``particles`` (the first ``--particles``)
+stepped in turn in this one process, K pairs of ``--games`` games each; reported: the median of the K ratios
+particles / counting of µs per env step, their range, and the smallest step times (docs/BENCHMARKS.md).
+
 ``--cache`` also counts how often a public position of the tracked seat repeats (the particle cache of the
 design note keys particles by position; a cache only pays if positions recur).
 """
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import platform
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -102,6 +107,17 @@ def per_step(rival: str, belief: str, n_particles: int, games: int, seed: int,
     return 1e6 * elapsed / steps
 
 
+def paired_ratios(rival: str, n_particles: int, games: int, seed: int, pairs: int,
+                  clock: Callable[[], float]) -> tuple[list[float], list[float], list[float]]:
+    """(ratios, counting, particles): µs per env step of ``counting`` and ``particles``, measured in turn ``pairs``
+    times in this process (so both see the same load), and the ratio of each pair."""
+    counting, particles = [], []
+    for _ in range(pairs):
+        counting.append(per_step(rival, "counting", 1, games, seed, clock))
+        particles.append(per_step(rival, "particles", n_particles, games, seed, clock))
+    return [p / c for p, c in zip(particles, counting, strict=True)], counting, particles
+
+
 def aware_stats(rival: str, games: list[list[PublicView]], n_particles: int, seed: int) -> dict[str, float]:
     """What the policy-aware filter did over the recorded games: its counters summed, per game."""
     totals: dict[str, float] = {}
@@ -146,12 +162,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="wall clock (default) or the CPU time of the thread (steadier on a shared machine)")
+    parser.add_argument("--pairs", type=int, default=0, metavar="K",
+                        help="also step counting and particles in turn K times in one process: median ratio (0: skip)")
     parser.add_argument("--cache", type=int, default=0, metavar="GAMES",
                         help="also count repeated positions over this many games (0: skip)")
     args = parser.parse_args(argv)
     clock = CLOCKS[args.clock]
-    if args.games < 1 or args.repeats < 1 or min(args.particles) < 1 or args.cache < 0:
-        parser.error("--games, --repeats and --particles must be positive, --cache not negative")
+    if args.games < 1 or args.repeats < 1 or min(args.particles) < 1 or args.cache < 0 or args.pairs < 0:
+        parser.error("--games, --repeats and --particles must be positive, --cache and --pairs not negative")
 
     print(f"command: python benchmarks/belief_cost.py {' '.join(sys.argv[1:] if argv is None else argv)}")
     print(f"machine: {platform.machine()}, Python {platform.python_version()}, numpy {np.__version__}")
@@ -196,6 +214,18 @@ def main(argv: list[str] | None = None) -> int:
             share = f"{cost - base:,.0f}" if kind != "none" else ""
             verdict = "" if kind == "none" else ("yes" if cost - base < 100 else "no")
             print(f"| {rival} | {label} | {cost:,.0f} | {share} | {verdict} |", flush=True)
+
+    if args.pairs:
+        n = args.particles[0]
+        print(f"\nIn turn in one process, {args.pairs} pairs of {args.games} games: particles N={n} / counting, "
+              "µs per env step\n")
+        print("| opponent | median ratio | range | counting min | particles min |")
+        print("| --- | ---: | --- | ---: | ---: |")
+        for rival in args.opponents:
+            per_step(rival, "particles", n, 1, args.seed + args.games, clock)  # the kernels loaded before timing
+            ratios, counting, particles = paired_ratios(rival, n, args.games, args.seed, args.pairs, clock)
+            print(f"| {rival} | {statistics.median(ratios):.2f}x | {min(ratios):.2f}-{max(ratios):.2f} | "
+                  f"{min(counting):,.1f} | {min(particles):,.1f} |", flush=True)
 
     if args.cache:
         repeats, decisions = position_repeats(args.cache, args.seed)

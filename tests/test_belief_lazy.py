@@ -8,11 +8,14 @@ import math
 import numpy as np
 import pytest
 from belief_testlib import PLAY_SCN, Replay, unseen
+from scipy import stats
 
 from uno_env.belief import (
     ParticleBelief,
 )
-from uno_env.belief.lazy import Depleted, HandStates, seeded_stream
+from uno_env.belief.lazy import ROW_WIDTH, Depleted, HandStates, seeded_stream
+from uno_env.belief.lazy_rows import split
+from uno_env.belief.sampling import PER_PARTICLE_BELOW, next_binomial
 from uno_env.cards import NUM_CARD_TYPES
 from uno_env.game import Game
 from uno_env.opponents import RandomPolicy
@@ -187,3 +190,93 @@ def test_long_play_stays_finite_and_seeded():
     first, again, other = play_games(1, 300), play_games(1, 300), play_games(2, 300)
     assert all(np.array_equal(x, y) for a, b in zip(first, again, strict=True) for x, y in zip(a, b, strict=True))
     assert any(not np.array_equal(a[0], c[0]) for a, c in zip(first, other, strict=True))
+
+
+# ---------------------------------------------------------------------------------------------- splits
+def split_counts(particles: int, probs: list[float], trials: int, seed: int) -> np.ndarray:
+    """(trials x outcomes) particles per outcome when one row of ``particles`` is split by ``probs`` (one stream)."""
+    n_out = len(probs)
+    stream = np.array([seed], np.uint64)
+    out = np.zeros((trials, n_out), np.int64)
+    for trial in range(trials):
+        rows, cnt, w = np.zeros((n_out, ROW_WIDTH), np.int64), np.zeros(n_out, np.int64), np.zeros(n_out)
+        cnt[0], w[0] = particles, 1.0
+        meta, outcome = np.array([1, 1], np.int64), np.empty(n_out, np.int64)
+        assert split(rows, cnt, w, meta, np.array([probs]), n_out, outcome, stream)
+        out[trial, outcome[:meta[0]]] = cnt[:meta[0]]
+    return out
+
+
+def binomial_fit(counts: np.ndarray, n: int, p: float) -> float:
+    """Chi-square p-value of observed draws against Binomial(n, p), bins of expected count 5 or more, tails pooled."""
+    values = np.arange(n + 1)
+    expected = stats.binom.pmf(values, n, p) * len(counts)
+    observed = np.bincount(counts, minlength=n + 1)
+    keep = expected >= 5
+    obs, exp = list(observed[keep]), list(expected[keep])
+    if len(counts) - sum(exp) > 1e-9:  # the pooled tails
+        obs.append(len(counts) - sum(obs))
+        exp.append(len(counts) - sum(exp))
+    return float(stats.chisquare(obs, exp).pvalue)
+
+
+@pytest.mark.parametrize(("n", "p"), [(1, 0.3), (30, 0.2), (48, 0.5), (200, 0.97), (1000, 0.02), (4000, 0.37)])
+def test_binomial_draws_follow_the_binomial_law(n, p):
+    """20,000 draws of the stream's binomial sampler (by inversion from 0 for a small mean, from the mode outward
+    for a large one, of the complement above 1/2) fit Binomial(n, p): chi-square p-value above 1e-3."""
+    x = np.uint64(20261125)
+    draws = np.empty(20_000, np.int64)
+    for i in range(len(draws)):
+        x, draws[i] = next_binomial(np.uint64(x), n, p)  # numba hands the state back as a Python int
+    assert binomial_fit(draws, n, p) > 1e-3, (draws.mean(), n * p)
+
+
+@pytest.mark.parametrize(("particles", "probs"), [
+    (1000, [0.05, 0.6, 0.004, 0.0, 0.346]),  # binomial draws: a mode search, a flip above 1/2, a search from 0
+    (PER_PARTICLE_BELOW, [0.3, 0.0, 0.5, 0.2, 0.0]),  # the smallest row split by binomials
+    (PER_PARTICLE_BELOW - 1, [0.3, 0.0, 0.5, 0.2, 0.0]),  # the largest split one draw per particle
+    (7, [2.0, 1.0, 0.0, 0.0, 1.0]),  # unnormalized weights
+])
+def test_split_counts_follow_the_multinomial_law(particles, probs):
+    """A row's particles split over outcomes (plays and one-card draws split this way) are a Multinomial(count,
+    probs) draw whichever way they are drawn: over 3,000 splits (fixed seed), each outcome's count fits its
+    Binomial(count, p) marginal (chi-square p-value above 1e-3; a wrong conditional probability in the chain of
+    binomials moves them by far more), the counts sum to the row's, impossible outcomes get none, and the
+    counts of two outcomes have the multinomial covariance -n p_a p_b (within 5 standard errors)."""
+    trials = 3000
+    counts = split_counts(particles, probs, trials, seed=20261125)
+    p = np.array(probs) / sum(probs)
+    assert np.all(counts.sum(axis=1) == particles) and np.all(counts[:, p == 0] == 0)
+    for o in np.flatnonzero(p):
+        assert binomial_fit(counts[:, o], particles, p[o]) > 1e-3, (o, counts[:, o].mean(), particles * p[o])
+    a, b = np.flatnonzero(p)[:2]
+    products = (counts[:, a] - particles * p[a]) * (counts[:, b] - particles * p[b])
+    assert abs(products.mean() + particles * p[a] * p[b]) <= 5 * products.std() / math.sqrt(trials)
+
+
+def test_split_is_seeded():
+    """The same stream state gives the same split, another state another one (both ways of drawing)."""
+    for particles in (PER_PARTICLE_BELOW - 1, 1000):
+        probs = [0.25, 0.25, 0.25, 0.25]
+        same = split_counts(particles, probs, 5, seed=7), split_counts(particles, probs, 5, seed=7)
+        assert np.array_equal(*same)
+        assert not np.array_equal(same[0], split_counts(particles, probs, 5, seed=8))
+
+
+def test_a_draws_coinciding_children_pool_their_particles():
+    """Rows K = (2, 1) and (1, 2) of equal weight (300 and 200 particles) each draw one card: their children with
+    K = (2, 2) are one row holding the particles of both (merged as they are made), no particle is lost, no two
+    rows are equal, and over 200 seeded draws that row's mean count is 500 * 53/105 (each parent's deck holds 52
+    cards of the domain it has two of and 53 of the other), within 5 standard errors."""
+    dom = np.repeat(np.arange(2), NUM_CARD_TYPES // 2)
+    U = np.full(NUM_CARD_TYPES, 2, np.int64)
+    merged = []
+    for seed in range(200):
+        states = HandStates(np.zeros((2, NUM_CARD_TYPES)), np.array([[2, 1], [1, 2]]), dom, np.array([300, 200]),
+                            np.ones(2), np.array([seed], np.uint64))
+        states.draw(U, 1)
+        K = [tuple(k) for k in states.K.tolist()]
+        assert states.particles == 500 and len(set(K)) == len(K) and set(K) <= {(3, 1), (2, 2), (1, 3)}
+        merged.append(states.cnt[K.index((2, 2))])
+    p = 53 / 105
+    assert abs(np.mean(merged) - 500 * p) <= 5 * math.sqrt(500 * p * (1 - p) / len(merged))

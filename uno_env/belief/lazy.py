@@ -41,9 +41,10 @@ sampling: :mod:`uno_env.belief.lazy_answers`), with the random draws shared with
 
 **Randomness** comes from a splitmix64 stream (:func:`uno_env.core.below`, a ``uint64`` array of one
 element) that the state carries, seeded by its owner (:class:`~uno_env.belief.filters.ParticleBelief` seeds
-it from its ``numpy`` generator at each ``reset``): the same seed gives the same particles. A split draws an
-outcome per particle (a multinomial draw, one category at a time), so the rows are the same in law as the
-numpy version's, not the same draws. :meth:`HandStates.sample` seeds its own stream from the generator it is
+it from its ``numpy`` generator at each ``reset``): the same seed gives the same particles. A split makes a
+multinomial draw of each row's particles over the outcomes (one draw per particle in a small row, conditional
+binomials in a large one: :func:`~uno_env.belief.sampling.next_multinomial`), so the rows are the same in law as
+the numpy version's, not the same draws. :meth:`HandStates.sample` seeds its own stream from the generator it is
 given, so drawing hands for a planner leaves the filter's stream alone.
 """
 

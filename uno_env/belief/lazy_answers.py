@@ -12,7 +12,7 @@ import math
 import numpy as np
 from numba import njit
 
-from uno_env.belief.combinatorics import exp0, hyper, log_comb
+from uno_env.belief.combinatorics import hyper, log_comb
 from uno_env.belief.lazy_rows import MAX_COPIES, deal, domain_pools, layout, lazy_copies
 from uno_env.belief.sampling import next_weighted, total_mass
 from uno_env.cards import DECK_SIZE, NUM_CARD_TYPES
@@ -44,7 +44,7 @@ def features(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray,
                 pool_in[i, dom[t]] += U[t]
     m = np.empty(D, np.int64)
     keep = np.empty(D)  # 1 - K_j / m_j
-    log_all = np.empty(D)
+    falling = np.empty(D)  # m_j (m_j - 1) ... (m_j - K_j + 1): C(m_j, K_j) K_j!
     coef = np.zeros(D)
     resolved = np.empty(_T, np.int64)
     mass = total_mass(cnt, w, S)
@@ -68,18 +68,30 @@ def features(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray,
             share = k / m[j] if m[j] > 0 else 0.0
             keep[j] = 1.0 - share
             coef[j] += p * share
-            log_all[j] = log_comb(m[j], k)
+            f = 1.0
+            for i in range(k):
+                f *= m[j] - i
+            falling[j] = f
         for i in range(n_res):
             t = resolved[i]
             expected[t] += p * rows[s, t] * keep[dom[t]]
         for i in range(n_sets):
             if held & set_bits[i]:
                 continue
-            log_p = 0.0
+            # C(m - a, K) / C(m, K) as a ratio of falling factorials: products of small integers, exact in float64
+            # up to 2**53, where the log-binomial form needed an exp per set and row.
+            numer = 1.0
+            denom = 1.0
             for j in range(D):
-                if pool_in[i, j] > 0:
-                    log_p += log_comb(m[j] - pool_in[i, j], rows[s, _T + j]) - log_all[j]
-            none[i] += p * exp0(log_p)
+                a, k = pool_in[i, j], rows[s, _T + j]
+                if a > 0 and k > 0:
+                    f = 1.0
+                    for c in range(k):
+                        f *= m[j] - a - c
+                    numer *= f
+                    denom *= falling[j]
+            if denom > 0.0:  # 0: a domain with more lazy cards than copies, an impossible row
+                none[i] += p * (numer / denom)
     for t in range(_T):
         expected[t] += coef[dom[t]] * U[t]
 

@@ -8,6 +8,11 @@ bookkeeping: more than the kernels' work at N = 1,000 (docs/BENCHMARKS.md). :fun
 steps, in the same order and with the same kernels and draws, in one call, so the particles are the same bit for
 bit; ``tests/test_belief_filters.py`` compares it with the event-by-event replay.
 
+**Its on-disk cache** (``cache=True``) holds the kernels it calls as they were when it was compiled, and numba
+keys it by this file alone: after a change to a kernel in another module (a split's draws, the features), a
+checkout that already holds the cache runs the old kernels here and the new ones through the hooks until this
+file changes too or ``uno_env/belief/__pycache__`` is cleared (the bit-for-bit test then fails).
+
 Events go in as two int64 arrays (:func:`encode_events`): a row ``(kind, player, value, extra)`` per event, where
 ``extra`` is the colour in force after a play and, for the tracking seat's draws, the offset of their cards in the
 second array. The public state the replay keeps (top card, colour in force, pending draw, the opponent's hand

@@ -15,7 +15,7 @@ import math
 import numpy as np
 from numba import njit
 
-from uno_env.belief.sampling import ess, next_below, next_cumulative, systematic_copies
+from uno_env.belief.sampling import ess, next_below, next_multinomial, systematic_copies
 from uno_env.cards import NUM_CARD_TYPES
 from uno_env.core import uniform
 
@@ -133,9 +133,9 @@ def add_children(bucket: np.ndarray, n_out: int, s: int, parent: np.ndarray, cou
 @njit(cache=True)
 def split(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, probs: np.ndarray, n_out: int,
           outcome: np.ndarray, stream: np.ndarray) -> bool:
-    """Send each row's particles to outcomes with weights ``probs`` (rows x ``n_out``), one draw per particle
-    (a multinomial draw of the row's count). Each (row, outcome) that received particles becomes a row, its
-    outcome in ``outcome``. False if a row has no possible outcome."""
+    """Send each row's particles to outcomes with weights ``probs`` (rows x ``n_out``) by a multinomial draw of the
+    row's count (:func:`~uno_env.belief.sampling.next_multinomial`). Each (row, outcome) that received particles
+    becomes a row, its outcome in ``outcome``. False if a row has no possible outcome."""
     S = meta[0]
     n = 0
     for s in range(S):
@@ -155,16 +155,7 @@ def split(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, pr
             cum[o] = total
         if not (total > 0.0):
             return False
-        only = -1  # the one possible outcome, if there is one: its particles need no draw
-        for o in range(n_out):
-            if probs[s, o] > 0.0:
-                only = o if only == -1 else -2
-        if only >= 0:
-            bucket[only] = cnt[s]
-        else:
-            for _ in range(cnt[s]):
-                x, o = next_cumulative(cum, n_out, x)
-                bucket[o] += 1
+        x = next_multinomial(x, cnt[s], probs[s], cum, n_out, bucket)
         n = add_children(bucket, n_out, s, parent, count, outcome, n)
     stream[0] = x
     expand(rows, cnt, w, meta, parent, count, n)
@@ -172,8 +163,9 @@ def split(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, pr
 
 
 @njit(cache=True)
-def normalize(rows: np.ndarray, meta: np.ndarray, dom: np.ndarray) -> None:
-    """Canonical split: single-type domains folded into ``R``; domains with no lazy card anywhere merged."""
+def normalize(rows: np.ndarray, meta: np.ndarray, dom: np.ndarray) -> bool:
+    """Canonical split: single-type domains folded into ``R``; domains with no lazy card anywhere merged. True if a
+    domain was folded (rows that differed may now be equal: the merge of equal rows must then look again)."""
     S, D = meta[0], meta[1]
     sizes = np.zeros(D, np.int64)
     for t in range(_T):
@@ -183,8 +175,10 @@ def normalize(rows: np.ndarray, meta: np.ndarray, dom: np.ndarray) -> None:
         for j in range(D):
             if rows[s, _T + j] > 0:
                 lazy[j] = True
+    folded = False
     for j in range(D):
         if sizes[j] == 1 and lazy[j]:
+            folded = True
             for t in range(_T):
                 if dom[t] == j:
                     for s in range(S):
@@ -211,6 +205,7 @@ def normalize(rows: np.ndarray, meta: np.ndarray, dom: np.ndarray) -> None:
     for t in range(_T):
         dom[t] = new_id[dom[t]]
     meta[1] = live + settled
+    return folded
 
 
 @njit(cache=True)
@@ -238,13 +233,32 @@ _HASH_WEIGHTS = _hash_weights()
 
 
 @njit(cache=True)
-def _row_hash(rows: np.ndarray, s: int, W: int) -> np.uint64:
-    """A hash of the row's counts: a sum of independent products (no chain of dependent multiplies as in FNV);
-    equal rows hash alike, and the merge compares rows whose hashes agree."""
+def row_sum(rows: np.ndarray, s: int, W: int) -> np.uint64:
+    """The row's counts weighed by :data:`_HASH_WEIGHTS` and summed (a sum of independent products, no chain of
+    dependent multiplies as in FNV): linear in the counts, so a child's is its parent's plus the weights of the
+    counts it adds."""
     h = np.uint64(0)
     for c in range(W):
         h += np.uint64(rows[s, c]) * _HASH_WEIGHTS[c]
+    return h
+
+
+@njit(inline="always")
+def add_count(h: np.uint64, column: int) -> np.uint64:
+    """The :func:`row_sum` ``h`` of a row with one more count in ``column``."""
+    return h + _HASH_WEIGHTS[column]
+
+
+@njit(inline="always")
+def mix(h: np.uint64) -> np.uint64:
+    """A :func:`row_sum` made a hash (its high bits index the tables): equal rows hash alike."""
     return h ^ (h >> np.uint64(29))
+
+
+@njit(cache=True)
+def _row_hash(rows: np.ndarray, s: int, W: int) -> np.uint64:
+    """The hash of row ``s``; the merge compares rows whose hashes agree."""
+    return mix(row_sum(rows, s, W))
 
 
 @njit(cache=True)

@@ -7,13 +7,15 @@ False when no row explains the event (the caller raises :class:`~uno_env.belief.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
 from uno_env.belief.combinatorics import exp0, hyper, log_comb
 from uno_env.belief.lazy_rows import (
     MAX_COPIES,
-    add_children,
+    add_count,
     deal,
     detach,
     domain_pools,
@@ -21,12 +23,14 @@ from uno_env.belief.lazy_rows import (
     layout,
     lazy_copies,
     merge,
+    mix,
     normalize,
     reweight,
     row_pool,
+    row_sum,
     split,
 )
-from uno_env.belief.sampling import next_below
+from uno_env.belief.sampling import next_below, next_multinomial
 from uno_env.cards import DECK_SIZE, NUM_CARD_TYPES
 
 _T = NUM_CARD_TYPES
@@ -60,9 +64,10 @@ def play(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, dom
         m = row_pool(rows, s, order, start, pool, j)
         k = rows[s, _T + j]
         a = U[card] - rows[s, card]
-        most = min(a, k)  # more than a copies, or than k lazy cards, has probability exactly 0: no exp for it
+        # More than a copies or than k lazy cards, or fewer than k - (m - a), has probability exactly 0: no exp.
+        least, most = max(0, k - (m - a)), min(a, k)
         for g in range(MAX_COPIES + 1):
-            probs[s, g] = hyper(a, m, k, g) if g <= most else 0.0
+            probs[s, g] = hyper(a, m, k, g) if least <= g <= most else 0.0
         if require and rows[s, card] < 1:
             probs[s, 0] = 0.0
             like[s] = probs[s].sum()
@@ -135,26 +140,50 @@ def draw(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, dom
     return True
 
 
+class _Children(NamedTuple):
+    """A draw's children as they are made (:func:`_draw_chunk`): child ``i`` is row ``parent[i]`` with the cards of
+    ``key[i]`` (a multiset of domains: its sorted picks in base ``D``) added, for ``group[i]`` particles; ``hashes``
+    and the open-addressing table ``slots`` (``-1`` empty, ``2**bits`` of them) find a child equal to a new one;
+    ``diff`` is room for one comparison (:func:`_keep_child`)."""
+
+    parent: np.ndarray
+    group: np.ndarray
+    key: np.ndarray
+    hashes: np.ndarray
+    slots: np.ndarray
+    bits: int
+    diff: np.ndarray
+
+
 @njit(cache=True)
 def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray, dom: np.ndarray,
                 U: np.ndarray, count: int, stream: np.ndarray) -> bool:
     """:func:`draw` of ``count <= _DRAW_CHUNK`` cards.
 
     Each particle draws its cards one after the other (without replacement); particles of a row that drew the
-    same multiset of domains share a child row, whatever the order of the cards (equal rows of equal weight).
+    same multiset of domains share a child row, whatever the order of the cards. One card: the row's particles are
+    split over the domains by a multinomial draw (:func:`~uno_env.belief.sampling.next_multinomial`) instead.
+
+    Children of different parents often coincide (``K = (2, 1)`` plus a card of domain 2 is ``K = (1, 2)`` plus one
+    of domain 1), and right after a resampling their weights are equal too: they are merged as they are made
+    (:func:`_keep_child`), which keeps the row count, which every later update pays for, down. The rows kept, their
+    order and counts are those of writing every child and merging equal rows afterwards, which spent a third of
+    a one-card draw hashing and copying children.
     """
     S, D = meta[0], meta[1]
     order, start, pool = layout(dom, D, U)
     m = np.empty(D, np.int64)
     deck = np.empty(D, np.int64)
     left = np.empty(D, np.int64)
-    bucket = np.empty(D, np.int64)
+    weights = np.empty(D)
+    cum = np.empty(D)
+    bucket = np.zeros(D, np.int64)
     picks = np.empty(count, np.int64)
     most = 0
     total = 0
     for s in range(S):
         most = max(most, cnt[s])
-        total += cnt[s]
+        total += min(cnt[s], D) if count == 1 else cnt[s]
     keys = np.empty(most, np.int64)
     # Keys of a multiset of domains: sorted picks in base D. Up to _KEY_SPACE keys, a row's particles are counted
     # per key in a table (sorting a thousand keys cost more than drawing them); beyond, keys are sorted.
@@ -163,9 +192,11 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
         space = min(space * D, _KEY_SPACE + 1)
     table = space <= _KEY_SPACE
     per_key = np.zeros(space if table else 0, np.int64)
-    parent = np.empty(total, np.int64)
-    group = np.empty(total, np.int64)
-    key_of = np.empty(total, np.int64)
+    bits = 1
+    while (1 << bits) < 2 * total:  # at most half full, as in merge
+        bits += 1
+    kids = _Children(np.empty(total, np.int64), np.empty(total, np.int64), np.empty(total, np.int64),
+                     np.empty(total, np.uint64), np.full(1 << bits, -1, np.int64), bits, np.empty(D, np.int64))
     n = 0
     x = stream[0]
     for s in range(S):
@@ -176,19 +207,16 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
             size += deck[j]
         if size < count:
             return False
-        if count == 1:  # one card: count the particles per domain, no keys to sort
-            bucket[:] = 0
-            below_end = 0
+        base = row_sum(rows, s, _T + D)
+        if count == 1:
             for j in range(D):
-                below_end += deck[j]
-                left[j] = below_end  # cumulative deck counts (left is free here)
-            for _ in range(cnt[s]):
-                x, r = next_below(x, size)
-                j = 0
-                for i in range(D - 1):  # branch-free, as in next_cumulative
-                    j += r >= left[i]
-                bucket[j] += 1
-            n = add_children(bucket, D, s, parent, group, key_of, n)
+                weights[j] = deck[j]
+                cum[j] = deck[j] + (cum[j - 1] if j > 0 else 0.0)
+            x = next_multinomial(x, cnt[s], weights, cum, D, bucket)
+            for j in range(D):
+                if bucket[j] > 0:
+                    n = _keep_child(rows, w, s, j, bucket[j], base, count, D, kids, n)
+                    bucket[j] = 0
             continue
         n_keys = 0
         for q in range(cnt[s]):
@@ -218,11 +246,8 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
                 keys[q] = key
         if table:
             for i in range(n_keys):
-                parent[n] = s
-                group[n] = per_key[keys[i]]
-                key_of[n] = keys[i]
+                n = _keep_child(rows, w, s, keys[i], per_key[keys[i]], base, count, D, kids, n)
                 per_key[keys[i]] = 0
-                n += 1
             continue
         if cnt[s] > 1:
             keys[:cnt[s]].sort()
@@ -231,24 +256,77 @@ def _draw_chunk(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarr
             stop = q + 1
             while stop < cnt[s] and keys[stop] == keys[q]:
                 stop += 1
-            parent[n] = s
-            group[n] = stop - q
-            key_of[n] = keys[q]
-            n += 1
+            n = _keep_child(rows, w, s, keys[q], stop - q, base, count, D, kids, n)
             q = stop
     stream[0] = x
-    expand(rows, cnt, w, meta, parent, group, n)
+    parent = kids.parent
+    # A row whose children all joined earlier ones is dropped: the rows that keep a child move down first, so that
+    # every parent has a child and expand's in-place writing (children at or after their parent) holds.
+    kept = -1
+    last = -1
     for i in range(n):
-        key = key_of[i]
+        if parent[i] != last:
+            last = parent[i]
+            kept += 1
+            if kept != last:
+                rows[kept, :_T + D] = rows[last, :_T + D]
+                w[kept] = w[last]
+        parent[i] = kept
+    expand(rows, cnt, w, meta, parent, kids.group, n)
+    for i in range(n):
+        key = kids.key[i]
         for _ in range(count):
             rows[i, _T + key % D] += 1
             key //= D
-    normalize(rows, meta, dom)
-    # Children of different parents often coincide (a row with K = (2, 1) that drew from domain 2 and one with
-    # (1, 2) that drew from domain 1); right after a resampling their weights are equal too, and merging them
-    # keeps the row count, which every later update pays for, down.
-    merge(rows, cnt, w, meta)
+    if normalize(rows, meta, dom):  # a folded domain can make equal rows of children that differed
+        merge(rows, cnt, w, meta)
     return True
+
+
+@njit(inline="always")
+def _keep_child(rows: np.ndarray, w: np.ndarray, s: int, key: int, particles: int, base: np.uint64, count: int,
+                D: int, kids: _Children, n: int) -> int:
+    """Offer row ``s`` plus the cards of ``key`` (``particles`` of them) to the children made so far: an equal one
+    (same counts, same weight) takes its particles, else it becomes child ``n``. Returns the number of children.
+
+    Its hash is the parent's :func:`row_sum` plus the weights of the added cards, and it is compared with a child
+    through their parents (``kids.diff``: the cards the child made adds minus those the new one adds), so no child is
+    written before it is known to be new."""
+    h = base
+    rest = key
+    for _ in range(count):
+        h = add_count(h, _T + rest % D)
+        rest //= D
+    h = mix(h)
+    bits, diff = kids.bits, kids.diff
+    mask = (1 << bits) - 1
+    i = np.int64(h >> np.uint64(64 - bits))
+    while kids.slots[i] >= 0:
+        q = kids.slots[i]
+        a = kids.parent[q]
+        if kids.hashes[q] == h and w[a] == w[s]:
+            diff[:] = 0
+            mine, theirs = key, kids.key[q]
+            for _ in range(count):
+                diff[theirs % D] += 1
+                diff[mine % D] -= 1
+                mine //= D
+                theirs //= D
+            same = True
+            for c in range(_T):
+                if rows[a, c] != rows[s, c]:
+                    same = False
+                    break
+            for j in range(D):
+                if same and rows[a, _T + j] + diff[j] != rows[s, _T + j]:
+                    same = False
+            if same:
+                kids.group[q] += particles
+                return n
+        i = (i + 1) & mask
+    kids.slots[i] = n
+    kids.parent[n], kids.group[n], kids.key[n], kids.hashes[n] = s, particles, key, h
+    return n + 1
 
 
 @njit(cache=True)

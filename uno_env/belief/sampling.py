@@ -86,6 +86,105 @@ def next_weighted(p: np.ndarray, n: int, total: float, x: np.uint64) -> tuple[np
     return x, last  # rounding left r >= 0 after the last positive entry: that entry
 
 
+#: Below this mean a binomial is drawn by inversion from 0 (its probability there is one ``exp``); above, from the
+#: mode outward (three ``lgamma``, and about ``sqrt(n p q)`` steps instead of ``n p``).
+_FROM_ZERO_MEAN = 16.0
+
+
+@njit(inline="always")
+def next_binomial(x: np.uint64, n: int, p: float) -> tuple[np.uint64, int]:
+    """(next state, a draw of Binomial(``n``, ``p``)) by inversion, from one uniform of the stream.
+
+    The outcomes are visited in a fixed order (from 0 up when ``n p`` is small, else from the mode outward,
+    alternately down and up), each probability from the previous one by the ratio ``C(n, k + 1) / C(n, k)``; the
+    first at which the running sum passes the uniform is returned (if rounding leaves the uniform above the sum of
+    all of them: the last one from 0, the mode from the mode). ``p`` above one half draws the complement, so a draw
+    takes about ``min(n p, sqrt(n p q))`` steps. No draw for ``p <= 0``, ``p >= 1`` or ``n == 0``.
+    """
+    if n <= 0 or p <= 0.0:
+        return x, 0
+    if p >= 1.0:
+        return x, n
+    flip = p > 0.5
+    if flip:
+        p = 1.0 - p
+    q = 1.0 - p
+    ratio = p / q
+    x = x + _GOLDEN
+    u = bits53(x) / _TWO_53
+    if n * p < _FROM_ZERO_MEAN:
+        k = 0
+        f = math.exp(n * math.log1p(-p))
+        while u >= f and k < n:
+            u -= f
+            f *= (n - k) / (k + 1.0) * ratio
+            k += 1
+    else:
+        k = np.int64((n + 1) * p)  # the mode
+        f = math.exp(math.lgamma(n + 1.0) - math.lgamma(k + 1.0) - math.lgamma(n - k + 1.0)
+                     + k * math.log(p) + (n - k) * math.log(q))
+        u -= f
+        low, high, f_low, f_high = k, k, f, f
+        while u >= 0.0 and (low > 0 or high < n):
+            if low > 0:
+                f_low *= low / ((n - low + 1.0) * ratio)
+                low -= 1
+                u -= f_low
+                if u < 0.0:
+                    k = low
+                    break
+            if high < n:
+                f_high *= (n - high) / (high + 1.0) * ratio
+                high += 1
+                u -= f_high
+                if u < 0.0:
+                    k = high
+                    break
+    return x, (n - k if flip else k)
+
+
+#: Rows of fewer particles than this are split one draw per particle (a draw costs a few nanoseconds); larger rows
+#: by conditional binomials (one per outcome, up to about 140 ns each: docs/BENCHMARKS.md, "Binomial splits and
+#: merged children").
+PER_PARTICLE_BELOW = 48
+
+
+@njit(inline="always")
+def next_multinomial(x: np.uint64, n: int, weights: np.ndarray, cum: np.ndarray, n_out: int,
+                     bucket: np.ndarray) -> np.uint64:
+    """Add a Multinomial(``n``, ``weights / sum``) draw to ``bucket[:n_out]``; returns the next state.
+
+    ``cum`` holds the cumulative ``weights`` (non-negative, with a positive sum). With one possible outcome no
+    draw is made; below :data:`PER_PARTICLE_BELOW` each of the ``n`` is drawn in turn (:func:`next_cumulative`);
+    else outcome after outcome by conditional binomials: outcome ``o`` gets Binomial(those left, ``weights[o]`` /
+    the weight of the outcomes from ``o`` on), and the last possible outcome the rest. Both are the same law.
+    """
+    first, last = -1, -1
+    for o in range(n_out):
+        if weights[o] > 0.0:
+            last = o
+            if first < 0:
+                first = o
+    if first == last:
+        bucket[first] += n
+        return x
+    if n < PER_PARTICLE_BELOW:
+        for _ in range(n):
+            x, o = next_cumulative(cum, n_out, x)
+            bucket[o] += 1
+        return x
+    left = n
+    for o in range(first, last):
+        if left == 0:
+            return x
+        if weights[o] > 0.0:
+            x, k = next_binomial(x, left, weights[o] / (cum[n_out - 1] - (cum[o - 1] if o > 0 else 0.0)))
+            bucket[o] += k
+            left -= k
+    bucket[last] += left
+    return x
+
+
 @njit(cache=True)
 def total_mass(cnt: np.ndarray, w: np.ndarray, S: int) -> float:
     """``sum cnt w`` over the first ``S`` rows (summed in row order: every kernel sees the same rounding)."""
