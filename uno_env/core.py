@@ -355,9 +355,14 @@ def rule_action(hand: np.ndarray, opponent_hand_size: int, legal: np.ndarray, n:
     """
     if n == 1:
         return legal[0]
-    colour_counts = np.zeros(4, dtype=np.int64)
-    for card in range(WILD):
-        colour_counts[card // NUM_COLOURED_RANKS] += hand[card]
+    # The cards held of each colour, in locals: an array here would be allocated at every choice of the opponent.
+    red = green = blue = yellow = 0
+    for rank in range(NUM_COLOURED_RANKS):
+        red += hand[rank]
+        green += hand[NUM_COLOURED_RANKS + rank]
+        blue += hand[2 * NUM_COLOURED_RANKS + rank]
+        yellow += hand[3 * NUM_COLOURED_RANKS + rank]
+    colour_counts = (red, green, blue, yellow)
     danger = opponent_hand_size <= 2
     best_action, best_tier, best_score = legal[0], -1, 0
     for i in range(n):
