@@ -89,7 +89,8 @@ class PublicView:
     def to_info(self) -> dict[str, Any]:
         """The RULES.md ``info`` dictionary (card names, ``"agent"`` meaning this seat)."""
         return public_info(self.action_mask, self.hand_names, self.top, self.active_colour, self.opponent_hand_size,
-                           self.deck_size, self.discard_size, self.pending_draw, self.events, self.outcome)
+                           self.deck_size, self.discard_size, self.pending_draw,
+                           [event_to_dict(event) for event in self.events], self.outcome)
 
 
 def action_mask(legal_actions: list[int]) -> np.ndarray:
@@ -109,10 +110,11 @@ def card_names(counts: list[int]) -> list[str]:
 
 
 def public_info(mask: np.ndarray, hand_names: list[str], top: int, active_colour: int, opponent_hand_size: int,
-                deck_size: int, discard_size: int, pending_draw: int, events: list[Event],
+                deck_size: int, discard_size: int, pending_draw: int, events: list[dict[str, Any]],
                 outcome: int | None) -> dict[str, Any]:
     """The RULES.md ``info`` dictionary of one seat's public view, from its fields (:meth:`PublicView.to_info`; the
-    single env's compiled path, :mod:`uno_env.single`, which has the same fields without building a view)."""
+    single env's compiled path, :mod:`uno_env.single`, which has the same fields without building a view). ``events``
+    are already :func:`event_to_dict`'s dicts (the compiled path takes most of them from a table)."""
     info: dict[str, Any] = {
         "action_mask": mask,
         "hand": hand_names,
@@ -122,7 +124,7 @@ def public_info(mask: np.ndarray, hand_names: list[str], top: int, active_colour
         "deck_size": deck_size,
         "discard_size": discard_size,
         "pending_draw": pending_draw,
-        "events": [event_to_dict(event) for event in events],
+        "events": events,
     }
     if outcome is not None:
         info["winner"] = _WINNER_NAMES[outcome]
