@@ -117,19 +117,19 @@ def _new_game(state: np.ndarray, stream: np.ndarray, ctl: np.ndarray, legal: np.
         core.deal_into(state, stream, settings.first_player)
         ctl[core.ACTION] = core.NO_ACTION
         ctl[core.POLICY1] = opponent
-        core.play_turn(state, ctl, stream, None, chooser, params, legal, None)
+        core.play_turn_inline(state, ctl, stream, None, chooser, params, legal, None)
         # Going first, the opponent may (very rarely: a hand of skips and reverses) go out before the agent's first
         # decision. A vector env cannot report a game that ended at its reset, so that deal is dealt again.
         if state[core.OUTCOME] == core.RUNNING:
             return opponent
 
 
-@njit(cache=True)
+@njit(inline="always")  # in every kernel step of every game: as observation.encode_into, a call costs there
 def _observe(state: np.ndarray, legal: np.ndarray, obs: np.ndarray, mask: np.ndarray, counting: bool) -> None:
     """The agent's observation and mask (int8) of a game; after the game only "draw" is set, as in UnoEnv."""
-    n = core.legal_actions_into(state, legal)  # the agent's: it is to move whenever the game runs here
+    n = core.legal_actions_inline(state, legal)  # the agent's: it is to move whenever the game runs here
     mask_into(legal, n, mask)
-    encode_seat_into(state, AGENT, legal, n, obs[:BASE_SIZE])
+    encode_seat_into(state, AGENT, legal, n, obs)  # the base channels, obs[:BASE_SIZE]
     if counting:
         counting_state_features_into(state, AGENT, obs[BASE_SIZE:])
 
@@ -184,7 +184,7 @@ def _step_kernel(games_fields: tuple, actions: np.ndarray, settings_fields: tupl
             ctl[core.ACTION] = core.FORFEIT if out.illegal[i] else action  # UnoEnv's illegal_action="lose"
             illegal += out.illegal[i]
             ctl[core.POLICY1] = games.opponents[i]
-            core.play_turn(state, ctl, games.streams[i:i + 1], None, chooser, params, legal, None)
+            core.play_turn_inline(state, ctl, games.streams[i:i + 1], None, chooser, params, legal, None)
             games.steps[i] += 1
             outcome = state[core.OUTCOME]
             if outcome != core.RUNNING:
