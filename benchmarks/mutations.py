@@ -316,7 +316,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              (("core.play_turn_inline(state, ctl, games.streams[i:i + 1]",
                "core.play_turn_inline(state, ctl, games.streams[0:1]"),),
              CONSISTENCY),
-    Mutation("consistency", "compiled envs: a finished game's mask all zero", "uno_env/observation.py",
+    Mutation("consistency", "vector env: a finished game's mask all zero", "uno_env/observation.py",
              (("    if n_legal == 0:\n        mask[DRAW_ACTION] = 1",
                "    if n_legal < 0:\n        mask[DRAW_ACTION] = 1"),),
              CONSISTENCY),

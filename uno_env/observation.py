@@ -176,7 +176,7 @@ def _encode_packed(packed: np.ndarray, out: np.ndarray) -> None:
 @njit(inline="always")
 def mask_into(legal: np.ndarray, n_legal: int, mask: np.ndarray) -> None:
     """The int8 action mask of ``legal[:n_legal]`` written into ``mask``: the ``legal`` channel's values, so "draw"
-    alone outside the seat's turn (after the game), and never all zero. The compiled envs hand it out as
+    alone outside the seat's turn (after the game), and never all zero. The native vector env hands it out as
     ``info["action_mask"]``."""
     mask[:] = 0
     for k in range(n_legal):

@@ -27,17 +27,16 @@ Python only builds the ``info`` dict, about half the cost per step (docs/BENCHMA
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import product
 from typing import Any
 
 import numpy as np
 from numba import njit
 
 from uno_env import core
-from uno_env.cards import CARD_NAMES, DECK_SIZE, NUM_ACTIONS, NUM_CARD_TYPES, NUM_COLOURS
+from uno_env.cards import CARD_NAMES, DECK_SIZE, NUM_ACTIONS, NUM_CARD_TYPES
 from uno_env.game import Game
-from uno_env.observation import BASE_SIZE, encode_seat_into, mask_into
-from uno_env.view import DRAW, PLAY, RESHUFFLE, Event, PublicView, event_to_dict, public_info
+from uno_env.observation import BASE_SIZE, LEGAL_CHANNEL, encode_seat_into
+from uno_env.view import DRAW, PLAY, RESHUFFLE, Event, PublicView, public_info
 
 AGENT, OPPONENT = 0, 1
 # The single env's ctl: the driver's control vector (uno_env.core.play_turn), then what the kernel reports for the
@@ -51,39 +50,18 @@ _REFILL_WORDS = 128
 # A step logs the agent's action, a reshuffle and the opponent's turn: its plays (each from its hand, so fewer
 # than 108 in a row), a reshuffle and a draw. 256 rows hold any step.
 _LOG_ROWS = 256
-# The single env's log has a column after core's: each row's event code (_event_code), by which Python takes the
-# event and its info dict from tables made once (_EVENTS, _EVENT_DICTS) instead of converting the row: most of a step's
-# events are the opponent's plays, and converting them cost about a fifth of a step (docs/BENCHMARKS.md, "Faster
-# steps"). Codes: a play by (seat, card, colour in force after it), a reshuffle, the opponent's draw by its count.
-# The agent's draws show their cards, too many combinations to tabulate: _UNCODED, converted from the row.
-_CODE = core.LOG_WIDTH
-_RESHUFFLE_CODE = 2 * NUM_CARD_TYPES * NUM_COLOURS
-_DRAW_CODE = _RESHUFFLE_CODE + 1  # + the opponent's count (1, 2 or 4)
-_UNCODED = -1
 _NO_LIMIT = 2**62
 # The agent's row of core's outcome table, by outcome code - RUNNING, as Python floats (read at every step).
 _AGENT_REWARD = tuple(core.OUTCOME_REWARD[AGENT].tolist())
 
 
 @njit(cache=True)
-def _event_code(log: np.ndarray, row: int) -> int:
-    """The code of the event in ``log``'s ``row`` (see ``_CODE``); :data:`_UNCODED` for the agent's draws."""
-    kind, seat = log[row, core.KIND], log[row, core.SEAT]
-    if kind == core.LOGGED_PLAY:
-        return (seat * NUM_CARD_TYPES + log[row, core.VALUE]) * NUM_COLOURS + log[row, core.LOG_COLOUR]
-    if kind == core.LOGGED_RESHUFFLE:
-        return _RESHUFFLE_CODE
-    return _DRAW_CODE + log[row, core.VALUE] if seat == OPPONENT else _UNCODED
-
-
-@njit(cache=True)
 def run(state: np.ndarray, ctl: np.ndarray, opponent: int, words: np.ndarray, legal: np.ndarray, log: np.ndarray,
-        obs: np.ndarray, mask: np.ndarray, hand: np.ndarray) -> int:
+        obs: np.ndarray, hand: np.ndarray) -> int:
     """The driver (:func:`uno_env.core.play_turn`) on the Python generators' draws, then, once it is done, the
-    agent's observation encoded into ``obs`` and its mask into ``mask``, its legal actions into ``legal``, its cards
-    into ``hand`` (card types ascending, a type once per copy: the order of ``info["hand"]``), the events' codes into
-    ``log``'s last column and the report fields of ``ctl``. Returns the driver's status: ``DONE``, or what Python
-    must do before calling again."""
+    agent's observation encoded into ``obs``, its legal actions into ``legal``, its cards into ``hand`` (card types
+    ascending, a type once per copy: the order of ``info["hand"]``) and the report fields of ``ctl``. Returns the
+    driver's status: ``DONE``, or what Python must do before calling again."""
     # The random opponent draws its generator's words (its Python twin's draws); the other compiled players draw no
     # random number, so this stream is never read. A stochastic player added to core.COMPILED_PLAYERS needs its twin's
     # draws in the driver too.
@@ -93,9 +71,6 @@ def run(state: np.ndarray, ctl: np.ndarray, opponent: int, words: np.ndarray, le
         return status
     n_legal = core.legal_actions_inline(state, legal) if state[core.OUTCOME] == core.RUNNING else 0
     encode_seat_into(state, AGENT, legal, n_legal, obs)
-    mask_into(legal, n_legal, mask)
-    for row in range(ctl[core.EVENTS]):
-        log[row, _CODE] = _event_code(log, row)
     ctl[_N_LEGAL] = n_legal
     ctl[_TOP] = state[core.DISCARD + state[core.DISCARD_LEN] - 1]
     ctl[_COLOUR] = state[core.COLOUR]
@@ -128,17 +103,15 @@ class CompiledGame:
         self.state = np.zeros(core.STATE_SIZE, dtype=np.int64)
         self.ctl = np.zeros(_REPORT_SIZE, dtype=np.int64)
         self.legal = np.zeros(NUM_ACTIONS, dtype=np.int64)
-        self.log = np.full((_LOG_ROWS, _CODE + 1), -1, dtype=np.int64)
+        self.log = np.full((_LOG_ROWS, core.LOG_WIDTH), -1, dtype=np.int64)
         # A new game's ctl: the driver stops at every decision of the agent, forced ones too (they are env steps).
         self._fresh_ctl = np.zeros(_REPORT_SIZE, dtype=np.int64)
         self._fresh_ctl[:core.CTL_SIZE] = core.control(AGENT, True, opponent, opponent, _NO_LIMIT)
         self.obs = np.zeros(BASE_SIZE, dtype=np.float32)  # the agent's observation, rewritten by every call
-        self.mask = np.zeros(NUM_ACTIONS, dtype=np.int8)  # its action mask, likewise
         self.hand = np.zeros(DECK_SIZE, dtype=np.int64)  # the agent's cards, one entry per card
         self.words = np.zeros(0, dtype=np.uint32)
         self.rng: np.random.Generator | None = None
         self.events: list[Event] = []
-        self._codes: list[int] = []  # the events' codes (see _CODE)
         self.legal_actions: list[int] = []  # the agent's, ascending; empty outside its turn
         self.outcome: int | None = None
         self.reward = 0.0  # the agent's reward for the outcome (core.OUTCOME_REWARD), 0 while the game runs
@@ -165,8 +138,7 @@ class CompiledGame:
         ctl[core.EVENTS] = 0
         ctl[core.ACTION] = action
         while True:
-            need = run(self.state, ctl, self.opponent, self.words, self.legal, self.log, self.obs, self.mask,
-                       self.hand)
+            need = run(self.state, ctl, self.opponent, self.words, self.legal, self.log, self.obs, self.hand)
             if need == core.DONE:
                 break
             if need == core.NEED_SHUFFLE:  # the game's Generator, as Game._reshuffle (the same draws for an array)
@@ -175,9 +147,7 @@ class CompiledGame:
                 self.words = np.concatenate((self.words[ctl[core.WORD]:], self._words_source(_REFILL_WORDS)))
                 ctl[core.WORD] = 0
         report = self._report = ctl.tolist()
-        codes = self._codes = self.log[:report[core.EVENTS], _CODE].tolist()
-        self.events = [_EVENTS[code] if code != _UNCODED else _event(self.log[row].tolist())
-                       for row, code in enumerate(codes)]
+        self.events = [_event(row) for row in self.log[:report[core.EVENTS]].tolist()]
         self.legal_actions = self.legal[:report[_N_LEGAL]].tolist()
         # Game.outcome's codes: None while running, else the winning seat or -1 (drawn); from the agent's seat 0
         # they are also uno_env.view's WIN, LOSS and DRAWN.
@@ -189,17 +159,15 @@ class CompiledGame:
         self.play(core.FORFEIT)  # the driver's forfeit: the encoding after the game, no events (as Game's forfeit)
 
     def action_mask(self) -> np.ndarray:
-        """The agent's int8 action mask (a copy): the observation's ``legal`` channel as the kernel wrote it."""
-        return self.mask.copy()
+        """The agent's int8 action mask: the observation's ``legal`` channel, which is the mask by definition."""
+        return self.obs[LEGAL_CHANNEL].astype(np.int8)
 
     def info(self) -> dict[str, Any]:
         """The RULES.md ``info`` dictionary of the agent's seat (:func:`uno_env.view.public_info`)."""
         report = self._report
         hand_names = list(map(CARD_NAMES.__getitem__, self.hand[:report[_HAND_SIZE]].tolist()))
-        events = [_EVENT_DICTS[code].copy() if code != _UNCODED else event_to_dict(event)
-                  for code, event in zip(self._codes, self.events, strict=True)]
-        return public_info(self.mask.copy(), hand_names, report[_TOP], report[_COLOUR], report[_OPPONENT_SIZE],
-                           report[_DECK], report[_DISCARD], report[_PENDING], events, self.outcome)
+        return public_info(self.action_mask(), hand_names, report[_TOP], report[_COLOUR], report[_OPPONENT_SIZE],
+                           report[_DECK], report[_DISCARD], report[_PENDING], self.events, self.outcome)
 
     def to_game(self) -> Game:
         """The position as a :class:`~uno_env.game.Game` (no event history): for pictures and error messages."""
@@ -218,17 +186,6 @@ class CompiledGame:
         view = self.to_game().observe(AGENT, consume_events=False)
         view.events = list(self.events)
         return view
-
-
-# The coded events (see _CODE), made once: each as the agent's Event and as its info dict (its values are immutable,
-# so a shallow copy per info is a fresh dict). The codes of draws of 0 or 3 cards, which no rule makes, are None.
-_EVENTS: list[Event | None] = [None] * (_DRAW_CODE + 5)
-for _seat, _card, _colour in product((AGENT, OPPONENT), range(NUM_CARD_TYPES), range(NUM_COLOURS)):
-    _EVENTS[(_seat * NUM_CARD_TYPES + _card) * NUM_COLOURS + _colour] = (PLAY, _seat, _card, _colour)
-_EVENTS[_RESHUFFLE_CODE] = (RESHUFFLE, -1, 0, None)
-for _count in (1, 2, 4):
-    _EVENTS[_DRAW_CODE + _count] = (DRAW, OPPONENT, _count, None)
-_EVENT_DICTS = [None if event is None else event_to_dict(event) for event in _EVENTS]
 
 
 def _event(row: list[int]) -> Event:

@@ -32,7 +32,10 @@ Event = tuple[int, int, int, Any]
 #: Outcome codes, relative to the viewer: the viewer won, the other seat won, a drawn game.
 WIN, LOSS, DRAWN = 0, 1, -1
 _PLAYER_NAMES = ("agent", "opponent")
-_WINNER_NAMES = {WIN: "agent", LOSS: "opponent", DRAWN: "draw"}
+#: ``info["winner"]`` and a game record's winner for each outcome code: the one table of the outcome's names.
+WINNER_NAMES = {WIN: "agent", LOSS: "opponent", DRAWN: "draw"}
+#: What each winner scores the agent in a win rate: a drawn game counts half, as in the evaluations' pair scores.
+WINNER_SCORES = {WINNER_NAMES[WIN]: 1.0, WINNER_NAMES[LOSS]: 0.0, WINNER_NAMES[DRAWN]: 0.5}
 # _NAMES_BY_COUNT[card][k]: the card's name k times, so a hand's names take one lookup per card type held (the
 # info dict is built at every env step).
 _NAMES_BY_COUNT = tuple(tuple((name,) * count for count in range(max(COPIES) + 1)) for name in CARD_NAMES)
@@ -89,8 +92,7 @@ class PublicView:
     def to_info(self) -> dict[str, Any]:
         """The RULES.md ``info`` dictionary (card names, ``"agent"`` meaning this seat)."""
         return public_info(self.action_mask, self.hand_names, self.top, self.active_colour, self.opponent_hand_size,
-                           self.deck_size, self.discard_size, self.pending_draw,
-                           [event_to_dict(event) for event in self.events], self.outcome)
+                           self.deck_size, self.discard_size, self.pending_draw, self.events, self.outcome)
 
 
 def action_mask(legal_actions: list[int]) -> np.ndarray:
@@ -110,11 +112,10 @@ def card_names(counts: list[int]) -> list[str]:
 
 
 def public_info(mask: np.ndarray, hand_names: list[str], top: int, active_colour: int, opponent_hand_size: int,
-                deck_size: int, discard_size: int, pending_draw: int, events: list[dict[str, Any]],
+                deck_size: int, discard_size: int, pending_draw: int, events: list[Event],
                 outcome: int | None) -> dict[str, Any]:
     """The RULES.md ``info`` dictionary of one seat's public view, from its fields (:meth:`PublicView.to_info`; the
-    single env's compiled path, :mod:`uno_env.single`, which has the same fields without building a view). ``events``
-    are already :func:`event_to_dict`'s dicts (the compiled path takes most of them from a table)."""
+    single env's compiled path, :mod:`uno_env.single`, which has the same fields without building a view)."""
     info: dict[str, Any] = {
         "action_mask": mask,
         "hand": hand_names,
@@ -124,10 +125,10 @@ def public_info(mask: np.ndarray, hand_names: list[str], top: int, active_colour
         "deck_size": deck_size,
         "discard_size": discard_size,
         "pending_draw": pending_draw,
-        "events": events,
+        "events": [event_to_dict(event) for event in events],
     }
     if outcome is not None:
-        info["winner"] = _WINNER_NAMES[outcome]
+        info["winner"] = WINNER_NAMES[outcome]
         info["is_success"] = outcome == WIN
     return info
 
