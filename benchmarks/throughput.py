@@ -1,9 +1,9 @@
 """Throughput of the rules engine and of the environments, side by side with RLCard's UNO env, on one core.
 
-    .venv/bin/python benchmarks/throughput.py            # about two minutes
+    .venv/bin/python benchmarks/throughput.py            # about three and a half minutes
     .venv/bin/python benchmarks/throughput.py --seconds 1 --repeats 1   # a quick look
     .venv/bin/python benchmarks/throughput.py --compile   # also the one-off compile cost, cold and cached
-    .venv/bin/python benchmarks/throughput.py --single-only   # RLCard and the single env only (about 30 s)
+    .venv/bin/python benchmarks/throughput.py --single-only   # RLCard and the single env only (about 45 s)
 
 * engine: random self-play on :class:`uno_env.game.Game` (legal_actions + step), actions per second;
 * env: ``UnoEnv`` steps per CPU-second, the agent choosing uniformly among ``info["action_mask"]``, for the
@@ -20,7 +20,10 @@
   not counted (blank).
 
 All measurements run in turn, ``--repeats`` rounds of each, so drifting load on a shared machine hits them alike;
-the best round of each is reported (slower rounds measure other load), and the ratio to RLCard's best.
+the best round of each is reported (slower rounds measure other load). The ratios to RLCard are paired: in every
+round RLCard is timed again right before each of our rows, and a row's ratio is the median over the rounds of its
+rate over that RLCard timing. (A ratio of two best rounds, RLCard's measured minutes apart from the row, moved by
+more than 10% between runs on a shared machine: docs/BENCHMARKS.md, "Faster steps".)
 Results go to stdout as a Markdown table (copied into docs/BENCHMARKS.md).
 """
 
@@ -29,6 +32,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -174,8 +178,9 @@ def main() -> None:
     rows: dict[str, Callable[[], Counts]] = {}
     if not args.single_only:
         rows["engine, random self-play (actions)"] = engine(args.seed)
+    reference_name = "RLCard `uno`, random players (decisions)"
     if not args.no_rlcard:
-        rows["RLCard `uno`, random players (decisions)"] = rlcard_env(args.seed)
+        rows[reference_name] = rlcard_env(args.seed)
     for opponent in ("random", "rule"):
         rows[f"env vs `{opponent}`, belief none (agent steps)"] = single_env(opponent, "none", args.seed)
     if not args.single_only:
@@ -188,20 +193,28 @@ def main() -> None:
     for run in rows.values():  # warm-up, not counted: kernels load (or compile) on their first call
         run()
     best = {name: (0.0, None) for name in rows}
+    ratios: dict[str, list[tuple[float, float | None]]] = {name: [] for name in rows}  # (steps, decisions) / RLCard
+    compared = [name for name in rows if reference_name in rows and name != reference_name
+                and not name.startswith("engine")]
     for _ in range(args.repeats):
         for name, run in rows.items():  # a row's best round is its best by steps; its decisions are that round's
-            best[name] = max(best[name], timed(run, args.seconds), key=lambda rates: rates[0])
+            reference = timed(rows[reference_name], args.seconds)[0] if name in compared else None
+            rates = timed(run, args.seconds)
+            best[name] = max(best[name], rates, key=lambda rates: rates[0])
+            if reference is not None:
+                best[reference_name] = max(best[reference_name], (reference, reference), key=lambda r: r[0])
+                ratios[name].append((rates[0] / reference, None if rates[1] is None else rates[1] / reference))
 
     print(f"machine: {platform.machine()}, {platform.processor() or 'cpu'}, {os.cpu_count()} cpus, "
           f"Python {platform.python_version()}; best of {args.repeats} x {args.seconds:g} CPU-s, seed {args.seed}")
-    reference = best.get("RLCard `uno`, random players (decisions)", (None,))[0]
-    print("| measurement | per CPU-second | x RLCard | decisions per CPU-second | decisions x RLCard |")
+    print("| measurement | per CPU-second | x RLCard (paired median) | decisions per CPU-second "
+          "| decisions x RLCard (paired median) |")
     print("| --- | ---: | ---: | ---: | ---: |")
     for name, (rate, decisions) in best.items():
-        compared = reference and not name.startswith("engine")
-        ratio = f"{rate / reference:.2f}" if compared else ""
+        paired = ratios[name]
+        ratio = f"{statistics.median(r for r, _ in paired):.2f}" if paired else ""
         counted = f"{decisions:,.0f}" if decisions is not None else ""
-        decision_ratio = f"{decisions / reference:.2f}" if compared and decisions is not None else ""
+        decision_ratio = f"{statistics.median(d for _, d in paired):.2f}" if paired and decisions is not None else ""
         print(f"| {name} | {rate:,.0f} | {ratio} | {counted} | {decision_ratio} |")
     if args.compile:
         cold, cached = compile_seconds()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 import numpy as np
@@ -63,6 +64,25 @@ def test_game_seeds_are_a_function_of_the_seed():
     a, b, other = game_seeds(5), game_seeds(5), game_seeds(6)
     assert a.seats == b.seats != other.seats
     assert a.deal.integers(2**62) == b.deal.integers(2**62) and a.reshuffle.random() == b.reshuffle.random()
+
+
+def test_the_reshuffle_stream_is_made_when_first_used_and_is_the_spawned_child():
+    """The reshuffle generator is made lazily (issue 28's speed), yet it is SeedSequence(seed).spawn(3)'s second
+    child's generator draw for draw, also across a pickle, before and after its first draw."""
+    for seed in (0, 7, 2**40):
+        child = np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[1])
+        lazy = game_seeds(seed).reshuffle
+        assert lazy._generator is None, "nothing made before the first use"
+        unused_copy = pickle.loads(pickle.dumps(lazy))
+        deck = list(range(40))
+        lazy.shuffle(deck)
+        expected = list(range(40))
+        child.shuffle(expected)
+        assert deck == expected
+        used_copy = pickle.loads(pickle.dumps(lazy))
+        assert used_copy.random() == lazy.random() == child.random(), "a pickle keeps the stream's position"
+        assert unused_copy.integers(2**62) == np.random.default_rng(
+            np.random.SeedSequence(seed).spawn(3)[1]).integers(2**62)
 
 
 def test_start_game_resets_each_policy_from_its_seat_seed():

@@ -99,12 +99,19 @@ STATE_SIZE = OUTCOME + 1
 
 _RANK_OF = tuple(card_rank(card) for card in range(_N))
 _ACTION_CARD = np.array([action_card(a) for a in range(NUM_ACTIONS)], dtype=np.int64)
-# _PLAYABLE_ACTION[colour, top_rank, action]: the action plays a card type of cards.PLAYABLE[colour][top_rank].
-_PLAYABLE_ACTION = np.zeros((4, 15, NUM_ACTIONS), dtype=np.bool_)
+# With (colour, top_rank) in force, the actions playing a card type of cards.PLAYABLE[colour][top_rank], ascending:
+# _PLAYABLE_ACTIONS[colour, top_rank, :_PLAYABLE_COUNT[colour, top_rank]], and the card type each plays in
+# _PLAYABLE_CARDS. At most 24 (13 of the colour, 3 of the rank, 4 colours of each wild): legal_actions_into checks
+# those, not all 60, a third faster (docs/BENCHMARKS.md, "Faster steps").
+_PLAYABLE_COUNT = np.zeros((4, 15), dtype=np.int64)
+_PLAYABLE_ACTIONS = np.zeros((4, 15, 24), dtype=np.int64)
 for _colour in range(4):
     for _rank in range(15):
         for _action in range(DRAW_ACTION):
-            _PLAYABLE_ACTION[_colour, _rank, _action] = _ACTION_CARD[_action] in PLAYABLE[_colour][_rank]
+            if _ACTION_CARD[_action] in PLAYABLE[_colour][_rank]:
+                _PLAYABLE_ACTIONS[_colour, _rank, _PLAYABLE_COUNT[_colour, _rank]] = _action
+                _PLAYABLE_COUNT[_colour, _rank] += 1
+_PLAYABLE_CARDS = _ACTION_CARD[_PLAYABLE_ACTIONS]
 
 
 # ---------------------------------------------------------------------- rule functions (Python and compiled)
@@ -258,10 +265,10 @@ def legal_actions_into(state: np.ndarray, out: np.ndarray) -> int:
     n = 0
     if state[PENDING] == 0:
         hand = HANDS + _N * state[CURRENT]
-        playable = _PLAYABLE_ACTION[state[COLOUR], state[TOP_RANK]]
-        for action in range(DRAW_ACTION):
-            if playable[action] and state[hand + _ACTION_CARD[action]] > 0:
-                out[n] = action
+        colour, rank = state[COLOUR], state[TOP_RANK]
+        for k in range(_PLAYABLE_COUNT[colour, rank]):
+            if state[hand + _PLAYABLE_CARDS[colour, rank, k]] > 0:
+                out[n] = _PLAYABLE_ACTIONS[colour, rank, k]
                 n += 1
     if n == 0:  # a pending draw, or nothing playable: draw is the one legal action
         out[0] = DRAW_ACTION
@@ -269,7 +276,16 @@ def legal_actions_into(state: np.ndarray, out: np.ndarray) -> int:
     return n
 
 
-@njit(cache=True)
+# The step kernels' hot functions come compiled twice: under their own name, compiled and cached for Python and the
+# other kernels, and as a twin of the same Python function inlined into the kernel that calls it (numba's
+# inline="always": the driver, the compiled envs' step kernels). Inlined, a call costs neither the call nor the atomic
+# reference counting numba does for each array argument, about a tenth of a vector env step (docs/BENCHMARKS.md,
+# "Faster steps").
+#: :func:`legal_actions_into` inlined where it is called.
+legal_actions_inline = njit(inline="always")(legal_actions_into.py_func)
+
+
+@njit(inline="always")  # only kernels call it, in the driver's loop
 def play_card(state: np.ndarray, action: int) -> None:
     """Play the card of a legal non-draw ``action`` for the seat to move."""
     seat = state[CURRENT]
@@ -310,7 +326,7 @@ def _reshuffle(state: np.ndarray, stream: np.ndarray) -> None:
     shuffle(state[DECK:DECK + gather_discard(state)], stream)
 
 
-@njit(cache=True)
+@njit(inline="always")  # only kernels call it, in the driver's loop
 def draw_planned(state: np.ndarray, count: int, possible: bool) -> None:
     """A draw's second half, after :func:`draw_plan` and its reshuffle if any: the seat to move takes ``count``
     cards from the deck's end, or the game ends if the draw is not ``possible``."""
@@ -355,9 +371,14 @@ def rule_action(hand: np.ndarray, opponent_hand_size: int, legal: np.ndarray, n:
     """
     if n == 1:
         return legal[0]
-    colour_counts = np.zeros(4, dtype=np.int64)
-    for card in range(WILD):
-        colour_counts[card // NUM_COLOURED_RANKS] += hand[card]
+    # The cards held of each colour, in locals: an array here would be allocated at every choice of the opponent.
+    red = green = blue = yellow = 0
+    for rank in range(NUM_COLOURED_RANKS):
+        red += hand[rank]
+        green += hand[NUM_COLOURED_RANKS + rank]
+        blue += hand[2 * NUM_COLOURED_RANKS + rank]
+        yellow += hand[3 * NUM_COLOURED_RANKS + rank]
+    colour_counts = (red, green, blue, yellow)
     danger = opponent_hand_size <= 2
     best_action, best_tier, best_score = legal[0], -1, 0
     for i in range(n):
@@ -380,6 +401,10 @@ def rule_action(hand: np.ndarray, opponent_hand_size: int, legal: np.ndarray, n:
     return best_action
 
 
+#: :func:`rule_action` inlined where it is called (see :data:`legal_actions_inline`).
+rule_action_inline = njit(inline="always")(rule_action.py_func)
+
+
 @njit(cache=True)
 def choose(state: np.ndarray, legal: np.ndarray, n: int, policy: int, stream: np.ndarray) -> int:
     """The compiled player ``policy``'s choice among ``legal[:n]`` for the seat to move: :data:`RULE_POLICY` (the
@@ -390,8 +415,12 @@ def choose(state: np.ndarray, legal: np.ndarray, n: int, policy: int, stream: np
     if policy == RULE_POLICY:
         seat = state[CURRENT]
         hand = state[HANDS + _N * seat:HANDS + _N * (seat + 1)]
-        return rule_action(hand, state[HAND_SIZES + 1 - seat], legal, n)
+        return rule_action_inline(hand, state[HAND_SIZES + 1 - seat], legal, n)
     raise ValueError("choose: a policy code outside uno_env.core.COMPILED_PLAYERS")
+
+
+#: :func:`choose` inlined where it is called (see :data:`legal_actions_inline`).
+choose_inline = njit(inline="always")(choose.py_func)
 
 
 # ---------------------------------------------------------------------- the driver: play on until a seat's decision
@@ -495,7 +524,7 @@ def play_turn(state: np.ndarray, ctl: np.ndarray, stream: np.ndarray, words: np.
         if action == NO_ACTION:
             if budget <= 0 or (seat == stop_seat and stop_forced):
                 break
-            n = legal_actions_into(state, legal)
+            n = legal_actions_inline(state, legal)
             if n == 1:  # a forced move: the players draw no random number for it
                 action = legal[0]
             elif seat == stop_seat:
@@ -512,7 +541,7 @@ def play_turn(state: np.ndarray, ctl: np.ndarray, stream: np.ndarray, words: np.
                 elif chooser is not None and policy == EXTERNAL:
                     action = chooser(state, legal, n, params)
                 else:  # choose raises on a code it does not know: never another player
-                    action = choose(state, legal, n, policy, stream)
+                    action = choose_inline(state, legal, n, policy, stream)
             budget -= 1
         if action == DRAW_ACTION:
             count, reshuffle, possible = compiled_draw_plan(state[PENDING], state[DECK_LEN], state[DISCARD_LEN])
@@ -538,6 +567,10 @@ def play_turn(state: np.ndarray, ctl: np.ndarray, stream: np.ndarray, words: np.
         action = NO_ACTION
     ctl[ACTION], ctl[BUDGET] = NO_ACTION, budget
     return DONE
+
+
+#: :func:`play_turn` inlined where it is called (see :data:`legal_actions_inline`): the compiled envs' step kernels.
+play_turn_inline = njit(inline="always")(play_turn.py_func)
 
 
 @njit(cache=True)

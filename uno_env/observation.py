@@ -42,6 +42,7 @@ from uno_env.game import Game
 from uno_env.view import PublicView
 
 _COPIES = np.array(COPIES, dtype=np.float32)
+_COPY_COUNTS = np.array(COPIES, dtype=np.int32)
 _ONES = np.ones
 
 #: (name, size, upper bound per entry) of every channel without beliefs, in flat order.
@@ -102,21 +103,29 @@ class Scalars(NamedTuple):
     discard_size: int
 
 
-@njit(cache=True)
-def encode_into(hand: np.ndarray, discard: np.ndarray, legal: np.ndarray, n_legal: int, view: Scalars,
+# Inlined into each kernel that encodes (numba's inline="always"), as are mask_into and encode_seat_into: the
+# compiled envs encode at every step, and a call costs there (docs/BENCHMARKS.md, "Faster steps").
+@njit(inline="always")
+def encode_into(counts: np.ndarray, hand_at: int, discard_at: int, legal: np.ndarray, n_legal: int, view: Scalars,
                 out: np.ndarray) -> None:
-    """Write the flat encoding (without belief features, see the module table) into ``out`` (float32).
+    """Write the flat encoding (without belief features, see the module table) into ``out[:BASE_SIZE]`` (float32).
 
     The one definition of the encoding: :func:`encode_base` calls it for a :class:`PublicView`, and
-    :func:`encode_state_into` for the kernels' packed state. ``hand`` and ``discard`` are 54 counts,
-    ``legal[:n_legal]`` the legal actions (``n_legal`` 0 outside the seat's turn). Only kernels call it, so it takes
-    the :class:`Scalars` NamedTuple itself.
+    :func:`encode_state_into` for the kernels' packed state. ``counts[hand_at:hand_at + 54]`` and
+    ``counts[discard_at:discard_at + 54]`` are the hand's and the discard pile's counts (offsets, not slices: a slice
+    is an array view, whose reference count numba updates with atomic instructions, which cost the vector env about
+    a tenth of its step), ``legal[:n_legal]`` the legal actions (``n_legal`` 0 outside the seat's turn). Only kernels
+    call it, so it takes the :class:`Scalars` NamedTuple itself.
     """
-    out[:] = 0.0
+    # The count channels are written whole; only the channels between them, set sparsely, are cleared first.
+    out[NUM_CARD_TYPES:_DISCARD] = 0.0
     for card in range(NUM_CARD_TYPES):
-        out[card] = hand[card]
-        out[_DISCARD + card] = discard[card]
-        out[_UNSEEN + card] = _COPIES[card] - hand[card] - discard[card]
+        # Counts are 0..4, so through int32: the conversion to float32 is the same number, and twice as fast as
+        # from int64 (the vector env encodes every game at every step: docs/BENCHMARKS.md, "Faster steps").
+        held, discarded = np.int32(counts[hand_at + card]), np.int32(counts[discard_at + card])
+        out[card] = held
+        out[_DISCARD + card] = discarded
+        out[_UNSEEN + card] = np.int32(_COPY_COUNTS[card] - held - discarded)  # numba's int32 sums are int64
     # The action mask is never all zero, so neither is this channel: draw stands in outside the seat's turn.
     if n_legal == 0:
         out[_LEGAL + DRAW_ACTION] = 1.0
@@ -159,9 +168,21 @@ def _encode_packed(packed: np.ndarray, out: np.ndarray) -> None:
     """:func:`encode_into` on :func:`encode_base`'s bytes: hand, discard, then top, colour, pending draw, the four
     sizes, then the legal actions."""
     s = _PACKED_SCALARS
-    encode_into(packed[:_PACKED_DISCARD], packed[_PACKED_DISCARD:_PACKED_SCALARS], packed[_PACKED_LEGAL:],
-                len(packed) - _PACKED_LEGAL, Scalars(packed[s], packed[s + 1], packed[s + 2], packed[s + 3],
-                                                     packed[s + 4], packed[s + 5], packed[s + 6]), out)
+    scalars = Scalars(packed[s], packed[s + 1], packed[s + 2], packed[s + 3], packed[s + 4], packed[s + 5],
+                      packed[s + 6])
+    encode_into(packed, 0, _PACKED_DISCARD, packed[_PACKED_LEGAL:], len(packed) - _PACKED_LEGAL, scalars, out)
+
+
+@njit(inline="always")
+def mask_into(legal: np.ndarray, n_legal: int, mask: np.ndarray) -> None:
+    """The int8 action mask of ``legal[:n_legal]`` written into ``mask``: the ``legal`` channel's values, so "draw"
+    alone outside the seat's turn (after the game), and never all zero. The native vector env hands it out as
+    ``info["action_mask"]``."""
+    mask[:] = 0
+    for k in range(n_legal):
+        mask[legal[k]] = 1
+    if n_legal == 0:
+        mask[DRAW_ACTION] = 1
 
 
 @njit(cache=True)
@@ -171,7 +192,7 @@ def encode_state_into(state: np.ndarray, legal: np.ndarray, n_legal: int, out: n
     encode_seat_into(state, state[core.CURRENT], legal, n_legal, out)
 
 
-@njit(cache=True)
+@njit(inline="always")
 def encode_seat_into(state: np.ndarray, seat: int, legal: np.ndarray, n_legal: int, out: np.ndarray) -> None:
     """:func:`encode_into` for ``seat`` of a kernel state, to move or not (``n_legal`` 0 outside its turn, as
     after the game): what :func:`encode_base` gives for that seat's view of the same game."""
@@ -180,8 +201,7 @@ def encode_seat_into(state: np.ndarray, seat: int, legal: np.ndarray, n_legal: i
                    pending_draw=state[core.PENDING], hand_size=state[core.HAND_SIZES + seat],
                    opponent_hand_size=state[core.HAND_SIZES + 1 - seat], deck_size=state[core.DECK_LEN],
                    discard_size=state[core.DISCARD_LEN])
-    encode_into(state[hand:hand + NUM_CARD_TYPES], state[core.COUNTS:core.COUNTS + NUM_CARD_TYPES], legal, n_legal,
-                view, out)
+    encode_into(state, hand, core.COUNTS, legal, n_legal, view, out)
 
 
 @njit(cache=True)

@@ -66,10 +66,10 @@ def run(state: np.ndarray, ctl: np.ndarray, opponent: int, words: np.ndarray, le
     # random number, so this stream is never read. A stochastic player added to core.COMPILED_PLAYERS needs its twin's
     # draws in the driver too.
     no_stream = np.zeros(1, dtype=np.uint64)
-    status = core.play_turn(state, ctl, no_stream, words, None, (), legal, log)
+    status = core.play_turn_inline(state, ctl, no_stream, words, None, (), legal, log)
     if status != core.DONE:
         return status
-    n_legal = core.legal_actions_into(state, legal) if state[core.OUTCOME] == core.RUNNING else 0
+    n_legal = core.legal_actions_inline(state, legal) if state[core.OUTCOME] == core.RUNNING else 0
     encode_seat_into(state, AGENT, legal, n_legal, obs)
     ctl[_N_LEGAL] = n_legal
     ctl[_TOP] = state[core.DISCARD + state[core.DISCARD_LEN] - 1]

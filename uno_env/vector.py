@@ -40,7 +40,7 @@ from numba import njit
 from uno_env import core
 from uno_env.cards import CARD_NAMES, COLOURS, DRAW_ACTION, NUM_ACTIONS, NUM_CARD_TYPES, action_name
 from uno_env.game import IllegalActionError
-from uno_env.observation import BASE_SIZE, SeatObserver, counting_state_features_into, encode_seat_into
+from uno_env.observation import BASE_SIZE, SeatObserver, counting_state_features_into, encode_seat_into, mask_into
 
 AGENT, OPPONENT = 0, 1
 #: The built-in opponents the kernel plays, by code: core's table of compiled players (the index is the policy code
@@ -117,23 +117,19 @@ def _new_game(state: np.ndarray, stream: np.ndarray, ctl: np.ndarray, legal: np.
         core.deal_into(state, stream, settings.first_player)
         ctl[core.ACTION] = core.NO_ACTION
         ctl[core.POLICY1] = opponent
-        core.play_turn(state, ctl, stream, None, chooser, params, legal, None)
+        core.play_turn_inline(state, ctl, stream, None, chooser, params, legal, None)
         # Going first, the opponent may (very rarely: a hand of skips and reverses) go out before the agent's first
         # decision. A vector env cannot report a game that ended at its reset, so that deal is dealt again.
         if state[core.OUTCOME] == core.RUNNING:
             return opponent
 
 
-@njit(cache=True)
+@njit(inline="always")  # in every kernel step of every game: as observation.encode_into, a call costs there
 def _observe(state: np.ndarray, legal: np.ndarray, obs: np.ndarray, mask: np.ndarray, counting: bool) -> None:
     """The agent's observation and mask (int8) of a game; after the game only "draw" is set, as in UnoEnv."""
-    n = core.legal_actions_into(state, legal)  # the agent's: it is to move whenever the game runs here
-    mask[:] = 0
-    for k in range(n):
-        mask[legal[k]] = 1
-    if n == 0:
-        mask[DRAW_ACTION] = 1
-    encode_seat_into(state, AGENT, legal, n, obs[:BASE_SIZE])
+    n = core.legal_actions_inline(state, legal)  # the agent's: it is to move whenever the game runs here
+    mask_into(legal, n, mask)
+    encode_seat_into(state, AGENT, legal, n, obs)  # the base channels, obs[:BASE_SIZE]
     if counting:
         counting_state_features_into(state, AGENT, obs[BASE_SIZE:])
 
@@ -165,13 +161,16 @@ def _reset_kernel(games_fields: tuple, which: np.ndarray, settings_fields: tuple
 
 @njit(cache=True)
 def _step_kernel(games_fields: tuple, actions: np.ndarray, settings_fields: tuple, chooser, params: tuple,
-                 out_fields: tuple) -> None:
+                 out_fields: tuple) -> tuple[int, int]:
     """One step of every sub-env (see :meth:`UnoVectorEnv.step`): the driver (:func:`uno_env.core.play_turn`) on each
     game, then the episode's end and autoreset. ``out.masks`` holds the masks of the last step; an action outside it
-    forfeits the game (``out.illegal[i]``); "raise" mode refused such actions before the call."""
+    forfeits the game (``out.illegal[i]``); "raise" mode refused such actions before the call. Every row of every
+    output is written. Returns how many games ended and how many actions were illegal (so Python looks at those
+    arrays only when there is something in them)."""
     games, settings, out = Games(*games_fields), Settings(*settings_fields), Outputs(*out_fields)
     legal = np.empty(NUM_ACTIONS, dtype=np.int64)
     ctl = core.control(AGENT, True, 0, 0, _NO_LIMIT)  # the agent's decisions, forced ones too, are env steps
+    ended = illegal = 0
     for i in range(games.states.shape[0]):
         state = games.states[i]
         out.rewards[i] = 0.0
@@ -183,8 +182,9 @@ def _step_kernel(games_fields: tuple, actions: np.ndarray, settings_fields: tupl
             action = actions[i]
             out.illegal[i] = not (0 <= action < NUM_ACTIONS and out.masks[i, action])
             ctl[core.ACTION] = core.FORFEIT if out.illegal[i] else action  # UnoEnv's illegal_action="lose"
+            illegal += out.illegal[i]
             ctl[core.POLICY1] = games.opponents[i]
-            core.play_turn(state, ctl, games.streams[i:i + 1], None, chooser, params, legal, None)
+            core.play_turn_inline(state, ctl, games.streams[i:i + 1], None, chooser, params, legal, None)
             games.steps[i] += 1
             outcome = state[core.OUTCOME]
             if outcome != core.RUNNING:
@@ -194,6 +194,7 @@ def _step_kernel(games_fields: tuple, actions: np.ndarray, settings_fields: tupl
             elif games.steps[i] >= settings.max_steps:
                 out.truncated[i] = True
             if out.terminated[i] or out.truncated[i]:
+                ended += 1
                 out.finished_by[i] = games.opponents[i]
                 if settings.autoreset == _SAME_STEP:
                     _observe(state, legal, out.final_obs[i], out.masks[i], settings.counting)
@@ -201,6 +202,7 @@ def _step_kernel(games_fields: tuple, actions: np.ndarray, settings_fields: tupl
                 else:
                     games.ended[i] = True
         _observe(state, legal, out.obs[i], out.masks[i], settings.counting)
+    return ended, illegal
 
 
 # ---------------------------------------------------------------------------------------------- the env
@@ -312,16 +314,26 @@ class UnoVectorEnv(VectorEnv):
         self._opponents = np.zeros(n, dtype=np.int64)
         self._steps = np.zeros(n, dtype=np.int64)
         self._ended = np.zeros(n, dtype=np.bool_)
-        self._obs = np.zeros((n, size), dtype=np.float32)
-        self._masks = np.zeros((n, NUM_ACTIONS), dtype=np.int8)
-        # What the kernels write, bundled once (the same arrays). Only SAME_STEP writes final observations; the other
-        # modes pass a placeholder row the kernel never touches.
+        self._obs = np.zeros((n, size), dtype=np.float32)  # the observations last returned (not read by the kernels)
+        self._masks = np.zeros((n, NUM_ACTIONS), dtype=np.int8)  # the last masks: the next step checks actions on them
+        # What the kernels write besides what a step returns (see _outputs). Only SAME_STEP writes final observations;
+        # the other modes pass a placeholder row the kernel never touches.
         self._out = Outputs(self._obs, self._masks, rewards=np.zeros(n, dtype=np.float64),
                             terminated=np.zeros(n, dtype=np.bool_), truncated=np.zeros(n, dtype=np.bool_),
                             success=np.zeros(n, dtype=np.bool_), illegal=np.zeros(n, dtype=np.bool_),
                             finished_by=np.zeros(n, dtype=np.int64),
                             final_obs=np.zeros((n if mode == AutoresetMode.SAME_STEP else 1, size), dtype=np.float32))
-        self._out_fields = tuple(self._out)  # what the kernels take (see _reset_kernel)
+
+    def _outputs(self) -> tuple:
+        """:class:`Outputs`' fields as the kernels take them (see ``_reset_kernel``), with new arrays for the
+        observations, rewards and flags, which the kernels write whole: they are returned as they are, fresh at every
+        call, instead of a copy of one buffer (a copy cost about a tenth of a step: docs/BENCHMARKS.md, "Faster
+        steps"). The masks stay the env's own (the next step reads them), so they are copied into ``info``."""
+        n, out = self.num_envs, self._out
+        self._obs = np.empty_like(self._obs)
+        self._out = out = Outputs(self._obs, out.masks, np.empty(n, dtype=np.float64), np.empty(n, dtype=np.bool_),
+                                  np.empty(n, dtype=np.bool_), out.success, out.illegal, out.finished_by, out.final_obs)
+        return tuple(out)
 
     def _games_fields(self) -> tuple:
         """:class:`Games`' fields, as the kernels take them (see ``_reset_kernel``)."""
@@ -406,8 +418,8 @@ class UnoVectorEnv(VectorEnv):
         elif self._streams is None:
             self._streams = self.np_random.integers(0, 2**64, size=self.num_envs, dtype=np.uint64, endpoint=False)
         _reset_kernel(self._games_fields(), which, self._settings_fields(_AUTORESET[self.metadata["autoreset_mode"]]),
-                      self._chooser, self._params, self._out_fields)
-        return self._obs.copy(), {"action_mask": self._masks.copy()}
+                      self._chooser, self._params, self._outputs())
+        return self._obs, {"action_mask": self._masks.copy()}
 
     def _seeds(self, seed: int | Sequence[int] | None) -> list[int] | None:
         if seed is None:
@@ -435,21 +447,23 @@ class UnoVectorEnv(VectorEnv):
                                "autoreset_mode DISABLED, reset(options={'reset_mask': mask}) them before stepping")
         if self.illegal_action == "raise":
             self._check_legal(actions)
-        _step_kernel(self._games_fields(), actions, self._settings_fields(mode), self._chooser, self._params,
-                     self._out_fields)
-        return (self._obs.copy(), self._out.rewards.copy(), self._out.terminated.copy(), self._out.truncated.copy(),
-                self._step_info(mode))
+        ended, illegal = _step_kernel(self._games_fields(), actions, self._settings_fields(mode), self._chooser,
+                                      self._params, self._outputs())
+        out = self._out
+        return out.obs, out.rewards, out.terminated, out.truncated, self._step_info(mode, ended, illegal)
 
-    def _step_info(self, mode: int) -> dict[str, Any]:
+    def _step_info(self, mode: int, ended: int, illegal: int) -> dict[str, Any]:
+        """The step's ``info`` (class docstring), given how many games ended and how many actions were illegal."""
+        out = self._out
         info: dict[str, Any] = {"action_mask": self._masks.copy()}
-        ended = self._out.finished_by >= 0
-        if ended.any():
-            info["is_success"], info["_is_success"] = self._out.success.copy(), ended
-            info["opponent"], info["_opponent"] = self._out.finished_by.copy(), ended.copy()
+        if ended:
+            where = out.finished_by >= 0
+            info["is_success"], info["_is_success"] = out.success.copy(), where
+            info["opponent"], info["_opponent"] = out.finished_by.copy(), where.copy()
             if mode == _SAME_STEP:
-                info["final_obs"], info["_final_obs"] = self._out.final_obs.copy(), ended.copy()
-        if self._out.illegal.any():
-            info["illegal_action"], info["_illegal_action"] = self._out.illegal.copy(), self._out.illegal.copy()
+                info["final_obs"], info["_final_obs"] = out.final_obs.copy(), where.copy()
+        if illegal:
+            info["illegal_action"], info["_illegal_action"] = out.illegal.copy(), out.illegal.copy()
         return info
 
     def _as_actions(self, actions: Any) -> np.ndarray:
