@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -261,3 +262,43 @@ def test_close_terminates_workers_whose_pool_does_not_shut_down(monkeypatch: pyt
     workers.close()
     assert time.monotonic() - started < 30
     assert not multiprocessing.active_children()
+
+
+class _Threads:
+    """Workers that label in a thread of this process, so a test can replace what a shard's labelling does."""
+
+    def __init__(self) -> None:
+        self.pool = ThreadPoolExecutor(1)
+
+    def get(self) -> ThreadPoolExecutor:
+        return self.pool
+
+    def close(self, cancel: bool = False) -> None:
+        self.pool.shutdown(cancel_futures=cancel)
+
+
+def test_a_ctrl_c_as_a_shard_is_saved_leaves_the_shard_in_the_manifest(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch):
+    """Ctrl-C arriving the moment a shard's file is written still finds the shard recorded in ``labels.json``
+    before the run stops (the end-to-end Ctrl-C test above hit that moment now and then)."""
+    n = 3
+    labels = (np.zeros((n, 8), np.float32), np.zeros((n, 61), np.float32), np.zeros(n, np.int64))
+    monkeypatch.setattr(labelling, "label_shard", lambda job, shard: labels)
+    write = labelling._write_shard
+
+    def write_then_ctrl_c(*args: object) -> None:
+        write(*args)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(labelling, "_write_shard", write_then_ctrl_c)
+    # pytest-xdist's workers ignore SIGINT; a terminal's process does not.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            labelling.run(LabelJob(4, 1, 0, 1, 1, "none", "rule"), tmp_path, _Threads(), progress=False)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    on_disk = {path.name for path in tmp_path.glob("shard_*.npz")}
+    recorded = {labelling.shard_path(tmp_path, int(shard)).name
+                for shard in json.loads((tmp_path / "labels.json").read_text())["shards"]}
+    assert on_disk and recorded == on_disk

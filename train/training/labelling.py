@@ -31,13 +31,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import signal
 import sys
 import threading
 import time
 import zipfile
 import zlib
+from collections.abc import Iterator
 from concurrent.futures import Executor, Future, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,6 +114,26 @@ class LabelJob:
 def _file_digest(path: str) -> str:
     """A checkpoint named by the SHA-256 of its content: a base retrained differently makes other labels."""
     return "sha256:" + hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM until the block is done, then deliver them to the handlers they would have met.
+
+    Only the main thread receives signals in Python, so elsewhere this holds nothing and needs nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    held = {number: signal.signal(number, lambda number, _frame: caught.append(number))
+            for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in held.items():
+            signal.signal(number, handler)
+        if caught:
+            signal.raise_signal(caught[0])
 
 
 def label_shard(job: LabelJob, shard: int) -> Labels:
@@ -312,9 +335,10 @@ def _label(job: LabelJob, missing: list[int], folder: Path, fingerprint: str, ma
                                                f"process {_RETRIES + 1} times") from None
                         broken = True
                         continue
-                    _write_shard(folder, shard, labels, fingerprint)
+                    with _signals_held():  # a shard on disk is a shard in the manifest, whenever Ctrl-C comes
+                        _write_shard(folder, shard, labels, fingerprint)
+                        manifest.add(shard, job.shard_size(shard), len(labels[2]))
                     parts[shard] = labels
-                    manifest.add(shard, job.shard_size(shard), len(labels[2]))
                     positions += len(labels[2])
                     rate = positions / (time.perf_counter() - started)
                     bar.set_postfix_str(f"{positions:,} positions, {rate:,.0f}/s", refresh=False)
