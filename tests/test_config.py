@@ -274,6 +274,7 @@ _ROLLOUT = {"teacher": "rule", "labels": "rollout-values"}
      ["pretrain.round_net_arch", "labels: moves"]),
     ({"pretrain": {"teacher": "rule", "labels": "moves", "gate_pairs": 100}}, ["pretrain.gate_pairs", "labels: moves"]),
     ({"pretrain": {"teacher": "rule", "labels": "moves", "window": 2}}, ["pretrain.window", "labels: moves"]),
+    ({"pretrain": {"teacher": "rule", "labels": "moves", "last_window": 4}}, ["pretrain.last_window", "labels: moves"]),
 ])
 def test_rollout_value_labels_refuse_what_they_cannot_compile(changes: dict[str, Any], parts: list[str]):
     assert_names(error_of(with_(**changes)), *parts)

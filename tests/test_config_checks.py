@@ -34,6 +34,7 @@ RULES = {
     "pretrain.learning_rate": "positive", "pretrain.batch_size": "positive", "pretrain.deck_orders": "positive",
     "pretrain.base_bonus": "non_negative", "pretrain.search_simulations": "positive",
     "pretrain.search_leaf_moves": "non_negative", "pretrain.shard_games": "positive", "pretrain.window": "positive",
+    "pretrain.last_window": "positive",
     "pretrain.gate_pairs": "non_negative",
     "ppo_phase.steps": "non_negative", "ppo_phase.kl_coef": "non_negative", "ppo_phase.learning_rate": "positive",
     "ppo_phase.ent_coef": "non_negative", "ppo_phase.num_envs": "positive", "ppo_phase.num_steps": "positive",
@@ -80,6 +81,8 @@ def config_with(path: str, value: Any) -> dict[str, Any]:
     data: dict[str, Any] = {"total_timesteps": 1000, "ppo": {"batch_size": 8}}  # fits any rollout tried here
     if path == "total_timesteps":
         data["pretrain"] = {"teacher": "rule"}  # 0 steps is the warm start alone
+    if path == "pretrain.last_window":  # set only with generations of labels
+        data["pretrain"] = {"teacher": "rule", "labels": "search-values"}
     if path == "opponents[].until":
         data["opponents"] = [{"mix": {"random": 1.0}, "until": value}]
         return data

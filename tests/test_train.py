@@ -524,11 +524,12 @@ def test_a_run_folder_in_use_is_refused(tmp_path: Path):
 def test_generations_are_gated_logged_and_fitted_on_a_window_of_rounds(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch):
     # Three generations from random; each gated on 3 deal pairs. Round 2's network loses every game to round 1's
-    # (the evaluation is rigged), so round 3 keeps improving on round 1's network. Each fit sees two rounds' labels.
+    # (the evaluation is rigged), so round 3 keeps improving on round 1's network. Each fit sees two rounds' labels,
+    # the last (the run's network) three (last_window).
     config = parse_config(tiny(total_timesteps=0, policy={"net_arch": [16]}, eval={"workers": 1},
                                pretrain={"teacher": "random", "labels": "search-values", "games": 4, "shard_games": 2,
                                          "rounds": 3, "round_net_arch": [8], "search_simulations": 20, "epochs": 1,
-                                         "batch_size": 64, "gate_pairs": 3, "window": 2}))
+                                         "batch_size": 64, "gate_pairs": 3, "window": 2, "last_window": 3}))
     real_evaluate = pretrain.evaluate
     asked: dict[str, list[str]] = {}
 
@@ -540,6 +541,14 @@ def test_generations_are_gated_logged_and_fitted_on_a_window_of_rounds(tmp_path:
         return results
 
     monkeypatch.setattr(pretrain, "evaluate", rigged)
+    fitted: list[int] = []  # how many positions each round's fit saw
+    real_fit = pretrain._fit_round
+
+    def counted(model, config, own_network, observations, *args):
+        fitted.append(len(observations))
+        return real_fit(model, config, own_network, observations, *args)
+
+    monkeypatch.setattr(pretrain, "_fit_round", counted)
     logged: dict[int, dict[str, float]] = {}
     model = MaskablePPO("MlpPolicy", UnoEnv(), device="cpu", policy_kwargs={"net_arch": [16]})
     metrics = improve(model, config, seed=0, workdir=tmp_path, log=logged.__setitem__)
@@ -554,8 +563,8 @@ def test_generations_are_gated_logged_and_fitted_on_a_window_of_rounds(tmp_path:
              for r in (2, 3)]
     assert bases[0] == bases[1] == "sha256:" + hashlib.sha256((tmp_path / "round_1.zip").read_bytes()).hexdigest()
     positions = [sum(s["positions"] for s in json.loads((tmp_path / f"round_{r}" / "labels.json").read_text())
-                     ["shards"].values()) for r in (2, 3)]
-    assert metrics["examples"] == sum(positions)
+                     ["shards"].values()) for r in (1, 2, 3)]
+    assert fitted == [positions[0], positions[0] + positions[1], sum(positions)] == [*fitted[:2], metrics["examples"]]
 
 
 def test_a_run_logs_its_generations_to_tensorboard(tmp_path: Path):

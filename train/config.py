@@ -162,7 +162,9 @@ class PretrainConfig:
 
     The labels of a round are made in shards of ``shard_games`` games, each saved as soon as it is made
     (:mod:`train.training.labelling`), so a run killed while labelling resumes without relabelling them. Each round
-    (a generation of expert iteration) fits on the labels of its last ``window`` rounds; with ``gate_pairs`` > 0
+    (a generation of expert iteration) fits on the labels of its last ``window`` rounds, the last round (the run's
+    network) on its last ``last_window`` rounds if set (more labels for the large network: docs/RESULTS.md, "More
+    labels for the last generation"); with ``gate_pairs`` > 0
     its network is evaluated against ``rule``, ``random`` and the network it improved on (the last one kept) on that
     many deal pairs (seed ``eval.seed``: these deals choose, the final evaluation's do not), and becomes the next
     base only if it is not worse than that one.
@@ -185,6 +187,7 @@ class PretrainConfig:
     round_net_arch: list[int] | None = None
     shard_games: int = field(default=50, metadata=_check(_bounded(1, 1_000_000)))
     window: int = field(default=1, metadata=_check(_positive))
+    last_window: int | None = field(default=None, metadata=_check(_positive))
     gate_pairs: int = field(default=0, metadata=_check(_non_negative))
 
 
@@ -536,7 +539,8 @@ def _validate_rollout_values(config: TrainConfig) -> None:
     pretrain = config.pretrain
     if pretrain.labels == "moves":
         for key, value, default in (("round_net_arch", pretrain.round_net_arch, None),
-                                    ("gate_pairs", pretrain.gate_pairs, 0), ("window", pretrain.window, 1)):
+                                    ("gate_pairs", pretrain.gate_pairs, 0), ("window", pretrain.window, 1),
+                                    ("last_window", pretrain.last_window, None)):
             if value != default:
                 raise ConfigError(f"pretrain.{key} is for labels: rollout-values or search-values, got labels: moves")
     if pretrain.labels == "moves" or pretrain.teacher is None:

@@ -204,12 +204,14 @@ def improve(model: Any, config: TrainConfig, seed: int, workdir: Path, workers: 
             job = _label_job(config, seed, round_, base)
             labels, made = labelling.run(job, workdir / f"round_{round_}", pool, progress)
             labelled = time.perf_counter() - started
-            history = [*history[1 - settings.window:], labels] if settings.window > 1 else [labels]
-            observations, values, moves = (np.concatenate(arrays) for arrays in zip(*history, strict=True))
+            last = round_ == settings.rounds
+            window = settings.last_window if last and settings.last_window else settings.window
+            history = [*history, labels][-max(settings.window, settings.last_window or 1):]  # what a fit may use
+            observations, values, moves = (np.concatenate(arrays) for arrays in zip(*history[-window:], strict=True))
             network = workdir / f"round_{round_}.zip"
             record_path = workdir / f"round_{round_}.json"
-            own_network = round_ < settings.rounds and settings.round_net_arch is not None
-            record = _read_round(record_path) if round_ < settings.rounds else None
+            own_network = not last and settings.round_net_arch is not None
+            record = _read_round(record_path) if not last else None
             if record is not None:  # fitted before the run was stopped: its network is on disk
                 if not own_network:
                     model.policy.load_state_dict(load_network(network).state_dict())
