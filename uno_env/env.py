@@ -18,9 +18,8 @@ from uno_env.policy import Policy, make_policy
 from uno_env.python_game import PythonGame
 from uno_env.seat import Seat, start_game
 from uno_env.single import CompiledGame
-from uno_env.view import PublicView, event_to_dict
+from uno_env.view import AGENT, OPPONENT, PublicView, event_to_dict
 
-AGENT, OPPONENT = 0, 1
 #: The agent's reward by ``outcome - RUNNING`` (the game's codes: running, drawn, a seat won): core's outcome table.
 _REWARD = tuple(OUTCOME_REWARD[AGENT].tolist())
 

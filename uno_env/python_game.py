@@ -20,9 +20,7 @@ import numpy as np
 from uno_env.game import Game
 from uno_env.observation import encode_base
 from uno_env.seat import Seat
-from uno_env.view import PublicView
-
-AGENT, OPPONENT = 0, 1
+from uno_env.view import AGENT, OPPONENT, PublicView
 
 
 class PythonGame:

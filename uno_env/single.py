@@ -36,9 +36,8 @@ from uno_env import core
 from uno_env.cards import CARD_NAMES, DECK_SIZE, NUM_ACTIONS, NUM_CARD_TYPES
 from uno_env.game import Game
 from uno_env.observation import BASE_SIZE, LEGAL_CHANNEL, encode_seat_into
-from uno_env.view import DRAW, PLAY, RESHUFFLE, Event, PublicView, public_info
+from uno_env.view import AGENT, DRAW, OPPONENT, PLAY, RESHUFFLE, Event, PublicView, public_info
 
-AGENT, OPPONENT = 0, 1
 # The single env's ctl: the driver's control vector (uno_env.core.play_turn), then what the kernel reports for the
 # info dict, read by Python in one tolist(): how many legal actions the agent has (0 outside its turn), the top card,
 # the colour in force, the opponent's hand size, deck and discard sizes, the pending draw, the outcome, the agent's

@@ -41,8 +41,8 @@ from uno_env import core
 from uno_env.cards import CARD_NAMES, COLOURS, DRAW_ACTION, NUM_ACTIONS, NUM_CARD_TYPES, action_name
 from uno_env.game import IllegalActionError
 from uno_env.observation import BASE_SIZE, SeatObserver, counting_state_features_into, encode_seat_into, mask_into
+from uno_env.view import AGENT, OPPONENT
 
-AGENT, OPPONENT = 0, 1
 #: The built-in opponents the kernel plays, by code: core's table of compiled players (the index is the policy code
 #: :func:`uno_env.core.choose` plays); a :class:`CompiledOpponent` has the next code, :data:`uno_env.core.EXTERNAL`.
 OPPONENTS: tuple[str, ...] = core.COMPILED_PLAYERS

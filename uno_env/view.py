@@ -29,6 +29,8 @@ from uno_env.cards import CARD_NAMES, COLOURS, COPIES, DRAW_ACTION, NUM_ACTIONS
 PLAY, DRAW, RESHUFFLE = 0, 1, 2
 Event = tuple[int, int, int, Any]
 
+#: The seats of an env's game: the learner (the agent) is seat 0, its opponent seat 1 (every env, the records).
+AGENT, OPPONENT = 0, 1
 #: Outcome codes, relative to the viewer: the viewer won, the other seat won, a drawn game.
 WIN, LOSS, DRAWN = 0, 1, -1
 _PLAYER_NAMES = ("agent", "opponent")
