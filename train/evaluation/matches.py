@@ -17,7 +17,7 @@ import multiprocessing
 import os
 import sys
 from collections.abc import Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
@@ -28,6 +28,7 @@ import torch
 from tqdm import tqdm
 
 from train.evaluation.statistics import CI_METHODS, paired_interval, score_interval
+from train.interrupts import as_finished
 from train.policies import resolve_policy
 from train.specs import checkpoint_path, label
 from train.table.records import record_match
@@ -205,7 +206,7 @@ def run_matches(matchups: Sequence[tuple[Player, Player]], pairs: int, seed: int
                 futures = {pool.submit(_play_chunk, a, o, seeds[lo:hi], firsts[lo:hi], n_particles,
                                        deterministic, save_games, lo): (m, c, hi - lo)
                            for m, (a, o) in enumerate(matchups) for c, (lo, hi) in enumerate(bounds)}
-                for future in as_completed(futures):
+                for future in as_finished(futures):
                     m, c, size = futures[future]
                     parts[m, c] = future.result()
                     bar.update(size)

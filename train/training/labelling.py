@@ -31,16 +31,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import signal
 import sys
 import threading
 import time
 import zipfile
 import zlib
-from collections.abc import Iterator
-from concurrent.futures import Executor, Future, wait
+from concurrent.futures import Executor, Future
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +48,7 @@ from tqdm import tqdm
 from agents.files import atomic_path, set_aside, write_text
 from train.config import ConfigError
 from train.evaluation.matches import make_executor, stop_stray_processes
+from train.interrupts import as_finished, signals_held
 from train.training import rollout_values
 from uno_env.belief import BeliefKind
 from uno_env.cards import NUM_ACTIONS
@@ -114,26 +112,6 @@ class LabelJob:
 def _file_digest(path: str) -> str:
     """A checkpoint named by the SHA-256 of its content: a base retrained differently makes other labels."""
     return "sha256:" + hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-@contextmanager
-def _signals_held() -> Iterator[None]:
-    """Hold Ctrl-C and SIGTERM until the block is done, then deliver them to the handlers they would have met.
-
-    Only the main thread receives signals in Python, so elsewhere this holds nothing and needs nothing."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-    held = {number: signal.signal(number, lambda number, _frame: caught.append(number))
-            for number in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for number, handler in held.items():
-            signal.signal(number, handler)
-        if caught:
-            signal.raise_signal(caught[0])
 
 
 def label_shard(job: LabelJob, shard: int) -> Labels:
@@ -320,29 +298,26 @@ def _label(job: LabelJob, missing: list[int], folder: Path, fingerprint: str, ma
               disable=None if progress else True, file=sys.stderr, leave=False) as bar:
         while missing:
             futures: dict[Future, int] = {executor.submit(label_shard, job, shard): shard for shard in missing}
-            pending = set(futures)
             broken = False
-            while pending:
-                finished, pending = wait(pending, return_when="FIRST_COMPLETED")
-                for future in finished:
-                    shard = futures[future]
-                    try:
-                        labels = future.result()
-                    except BrokenProcessPool:
-                        attempts[shard] += 1
-                        if attempts[shard] > _RETRIES:
-                            raise RuntimeError(f"labelling shard {shard} of round {job.round} killed its worker "
-                                               f"process {_RETRIES + 1} times") from None
-                        broken = True
-                        continue
-                    with _signals_held():  # a shard on disk is a shard in the manifest, whenever Ctrl-C comes
-                        _write_shard(folder, shard, labels, fingerprint)
-                        manifest.add(shard, job.shard_size(shard), len(labels[2]))
-                    parts[shard] = labels
-                    positions += len(labels[2])
-                    rate = positions / (time.perf_counter() - started)
-                    bar.set_postfix_str(f"{positions:,} positions, {rate:,.0f}/s", refresh=False)
-                    bar.update(job.shard_size(shard))
+            for future in as_finished(futures):
+                shard = futures[future]
+                try:
+                    labels = future.result()
+                except BrokenProcessPool:
+                    attempts[shard] += 1
+                    if attempts[shard] > _RETRIES:
+                        raise RuntimeError(f"labelling shard {shard} of round {job.round} killed its worker "
+                                           f"process {_RETRIES + 1} times") from None
+                    broken = True
+                    continue
+                with signals_held():  # a shard on disk is a shard in the manifest, whenever Ctrl-C comes
+                    _write_shard(folder, shard, labels, fingerprint)
+                    manifest.add(shard, job.shard_size(shard), len(labels[2]))
+                parts[shard] = labels
+                positions += len(labels[2])
+                rate = positions / (time.perf_counter() - started)
+                bar.set_postfix_str(f"{positions:,} positions, {rate:,.0f}/s", refresh=False)
+                bar.update(job.shard_size(shard))
             missing = [shard for shard in missing if shard not in parts]
             if broken:  # a worker process died: its shard (and those queued with it) go to a new pool
                 executor = workers.renew()
