@@ -275,6 +275,15 @@ _ROLLOUT = {"teacher": "rule", "labels": "rollout-values"}
     ({"pretrain": {"teacher": "rule", "labels": "moves", "gate_pairs": 100}}, ["pretrain.gate_pairs", "labels: moves"]),
     ({"pretrain": {"teacher": "rule", "labels": "moves", "window": 2}}, ["pretrain.window", "labels: moves"]),
     ({"pretrain": {"teacher": "rule", "labels": "moves", "last_window": 4}}, ["pretrain.last_window", "labels: moves"]),
+    ({"pretrain": {**_ROLLOUT, "round_simulations": [10]}}, ["pretrain.round_simulations", "labels: rollout-values"]),
+    ({"pretrain": {**_ROLLOUT, "labels": "search-values", "rounds": 2, "round_simulations": [10]}},
+     ["pretrain.round_simulations", "one number per round", "pretrain.rounds = 2", "got 1"]),
+    ({"pretrain": {**_ROLLOUT, "labels": "search-values", "rounds": 2, "round_simulations": [10, 0]}},
+     ["pretrain.round_simulations", "1 to 1,000,000", "[10, 0]"]),
+    ({"pretrain": {**_ROLLOUT, "labels": "search-values", "round_simulations": [2_000_000]}},
+     ["pretrain.round_simulations", "1 to 1,000,000"]),
+    ({"pretrain": {**_ROLLOUT, "labels": "search-values", "round_simulations": "400"}},
+     ["pretrain.round_simulations", "a list of an integer"]),
 ])
 def test_rollout_value_labels_refuse_what_they_cannot_compile(changes: dict[str, Any], parts: list[str]):
     assert_names(error_of(with_(**changes)), *parts)

@@ -15,11 +15,10 @@ from train.interrupts import as_finished, signals_held
 
 def test_a_signal_during_the_block_is_raised_when_it_ends():
     reached_the_end = False
-    with pytest.raises(KeyboardInterrupt):
-        with signals_held():
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(0.2)  # a Ctrl-C not held would land here
-            reached_the_end = True
+    with pytest.raises(KeyboardInterrupt), signals_held():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)  # a Ctrl-C not held would land here
+        reached_the_end = True
     assert reached_the_end
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is back
 

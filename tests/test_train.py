@@ -529,7 +529,8 @@ def test_generations_are_gated_logged_and_fitted_on_a_window_of_rounds(tmp_path:
     config = parse_config(tiny(total_timesteps=0, policy={"net_arch": [16]}, eval={"workers": 1},
                                pretrain={"teacher": "random", "labels": "search-values", "games": 4, "shard_games": 2,
                                          "rounds": 3, "round_net_arch": [8], "search_simulations": 20, "epochs": 1,
-                                         "batch_size": 64, "gate_pairs": 3, "window": 2, "last_window": 3}))
+                                         "batch_size": 64, "gate_pairs": 3, "window": 2, "last_window": 3,
+                                         "round_simulations": [20, 10, 30]}))
     real_evaluate = pretrain.evaluate
     asked: dict[str, list[str]] = {}
 
@@ -562,6 +563,9 @@ def test_generations_are_gated_logged_and_fitted_on_a_window_of_rounds(tmp_path:
     bases = [json.loads((tmp_path / f"round_{r}" / "labels.json").read_text())["settings"]["base player"]
              for r in (2, 3)]
     assert bases[0] == bases[1] == "sha256:" + hashlib.sha256((tmp_path / "round_1.zip").read_bytes()).hexdigest()
+    # each round's search ran its own simulations (round_simulations), and its labels say so
+    assert [json.loads((tmp_path / f"round_{r}" / "labels.json").read_text())["settings"]
+            ["pretrain.search_simulations"] for r in (1, 2, 3)] == [20, 10, 30]
     positions = [sum(s["positions"] for s in json.loads((tmp_path / f"round_{r}" / "labels.json").read_text())
                      ["shards"].values()) for r in (1, 2, 3)]
     assert fitted == [positions[0], positions[0] + positions[1], sum(positions)] == [*fitted[:2], metrics["examples"]]

@@ -159,6 +159,9 @@ class PretrainConfig:
     ``search_leaf_moves`` guides that search by the base network (from round 2 on, or a checkpoint teacher): each
     simulation stops after that many of the learner's decisions and the network's critic scores it, instead of
     playing to the end (``null``: to the end; rounds whose base is ``rule`` or ``random`` always play to the end).
+    ``round_simulations`` (one number per round) gives each round's search its own simulations instead of
+    ``search_simulations``: a stronger, costlier teacher for the last generations (docs/RESULTS.md, "The teacher and
+    its student").
 
     The labels of a round are made in shards of ``shard_games`` games, each saved as soon as it is made
     (:mod:`train.training.labelling`), so a run killed while labelling resumes without relabelling them. Each round
@@ -182,6 +185,7 @@ class PretrainConfig:
     deck_orders: int = field(default=4, metadata=_check(_bounded(1, 64)))
     base_bonus: float = field(default=0.1, metadata=_check(_non_negative))
     search_simulations: int = field(default=800, metadata=_check(_bounded(1, 1_000_000)))
+    round_simulations: list[int] | None = None
     search_belief: Literal["counting", "particles", "aware"] = "counting"
     search_leaf_moves: int | None = field(default=None, metadata=_check(_non_negative))
     round_net_arch: list[int] | None = None
@@ -543,6 +547,17 @@ def _validate_rollout_values(config: TrainConfig) -> None:
                                     ("last_window", pretrain.last_window, None)):
             if value != default:
                 raise ConfigError(f"pretrain.{key} is for labels: rollout-values or search-values, got labels: moves")
+    if pretrain.round_simulations is not None:
+        simulations = pretrain.round_simulations
+        if pretrain.labels != "search-values":
+            raise ConfigError(f"pretrain.round_simulations is for labels: search-values, got labels: "
+                              f"{pretrain.labels}")
+        if len(simulations) != pretrain.rounds:
+            raise ConfigError(f"pretrain.round_simulations must give one number per round (pretrain.rounds = "
+                              f"{pretrain.rounds}), got {len(simulations)}: {short_repr(simulations)}")
+        if min(simulations) < 1 or max(simulations) > 1_000_000:
+            raise ConfigError(f"pretrain.round_simulations must be numbers from 1 to 1,000,000, got "
+                              f"{short_repr(simulations)}")
     if pretrain.labels == "moves" or pretrain.teacher is None:
         return
     if pretrain.expert is not None:

@@ -247,8 +247,9 @@ def _teacher(config: TrainConfig) -> str:
 def _label_job(config: TrainConfig, seed: int, round_: int, base: str) -> labelling.LabelJob:
     """What round ``round_`` labels, from the config's settings."""
     settings = config.pretrain
-    search = rollout_values.SearchLabels(settings.search_simulations, settings.search_belief,
-                                         leaf_moves=settings.search_leaf_moves) \
+    simulations = settings.search_simulations if settings.round_simulations is None else \
+        settings.round_simulations[round_ - 1]
+    search = rollout_values.SearchLabels(simulations, settings.search_belief, leaf_moves=settings.search_leaf_moves) \
         if settings.labels == "search-values" else None
     return labelling.LabelJob(settings.games, settings.shard_games, seed, round_, settings.deck_orders,
                               config.env.belief, base, search)
