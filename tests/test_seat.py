@@ -100,11 +100,11 @@ def test_start_game_resets_each_policy_from_its_seat_seed():
 
 
 def test_the_seats_seeds_are_the_third_spawned_childs_draws():
-    """The seats' seeds, derived only when read (issue 28's speed), are the draws of SeedSequence(seed).spawn(3)'s
-    third child, as they were when game_seeds made them at once."""
-    for seed in (0, 7, 2**40, 2**62 - 1):
+    """The seats' seeds, derived only when read and from the bit generator's words (issue 28's speed), are the
+    integers(0, 2**62, size=2) of SeedSequence(seed).spawn(3)'s third child, as when game_seeds drew them at once."""
+    for seed in [*range(300), 2**40, 2**62 - 1]:
         child = np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[2])
-        assert game_seeds(seed).seats == tuple(int(s) for s in child.integers(0, 2**62, size=2))
+        assert game_seeds(seed).seats == tuple(int(s) for s in child.integers(0, 2**62, size=2)), seed
 
 
 def test_seat_seeds_are_derived_only_for_a_seat_that_reads_its_seed(monkeypatch):
