@@ -70,7 +70,7 @@ class GameSeeds:
     def seats(self) -> tuple[int, int]:
         """The two seats' seeds, derived anew at each access from the third child of ``SeedSequence(seed)``: its
         generator's ``integers(0, 2**62, size=2)``."""
-        # Made only when read: the seed sequence, its generator and the draw are about a sixth of an env reset, and
+        # Made only when read: the seed sequence, its generator and the draw were a sixth to a quarter of a reset, and
         # a game against the rule player with no belief tracker reads no seat seed (start_game). The draw is taken
         # from the bit generator: numpy's integers below 2**62 are its 64-bit words shifted right by 2 (Lemire's
         # method never rejects for a power of two), the same numbers without integers()'s ~6 µs of argument checks.

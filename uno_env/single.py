@@ -101,8 +101,9 @@ _RUN_TYPES = (types.int64[::1], types.int64[::1], types.int64, types.uint32[::1]
 @functools.cache
 def _run_entry() -> Callable[..., int]:
     """:func:`run`'s machine code for :data:`_RUN_TYPES` (compiled, or loaded from numba's cache, on the first call).
-    Called directly, it skips the dispatcher, which types all 8 arguments at every call: about a quarter of a
-    microsecond of each env step. A wrong dtype still raises ``TypeError``."""
+    Called directly, it skips the dispatcher, which types all 8 arguments at every call: 0.25 to 0.9 µs of each env
+    step (docs/BENCHMARKS.md, "The reset and the step's Python"). A wrong dtype still raises ``TypeError``; a wrong
+    layout would not (tests/test_single.py checks the buffers' types)."""
     return run.compile(_RUN_TYPES)
 
 
