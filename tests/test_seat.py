@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 from uno_testlib import ScriptedPolicy, capped
 
+from uno_env import seat as seat_module
 from uno_env.env import UnoEnv
 from uno_env.game import IllegalActionError
 from uno_env.match import play_game
 from uno_env.multiagent import UnoAECEnv
-from uno_env.opponents import RandomPolicy
+from uno_env.opponents import RandomPolicy, RulePolicy
 from uno_env.policy import Needs
 from uno_env.seat import Seat, deal_game, game_seeds, start_game
 
@@ -96,6 +97,41 @@ def test_start_game_resets_each_policy_from_its_seat_seed():
     seats = [Seat(0, Remembers()), Seat(1, Remembers())]
     game = start_game(seats, 3, first_player=1)
     assert seen == list(game_seeds(3).seats) and game.current == 1
+
+
+def test_the_seats_seeds_are_the_third_spawned_childs_draws():
+    """The seats' seeds, derived only when read and from the bit generator's words (issue 28's speed), are the
+    integers(0, 2**62, size=2) of SeedSequence(seed).spawn(3)'s third child, as when game_seeds drew them at once."""
+    for seed in [*range(300), 2**40, 2**62 - 1]:
+        child = np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[2])
+        assert game_seeds(seed).seats == tuple(int(s) for s in child.integers(0, 2**62, size=2)), seed
+
+
+def test_seat_seeds_are_derived_only_for_a_seat_that_reads_its_seed(monkeypatch):
+    """A learner's seat without a tracker and the rule player read no seed: start_game derives none, and resets the
+    rule player with None; a random player or a tracker reads its seat's seed."""
+    derived: list[int] = []
+    real = seat_module.GameSeeds.seats
+    monkeypatch.setattr(seat_module.GameSeeds, "seats", property(lambda seeds: derived.append(seeds.seed)
+                                                                 or real.fget(seeds)))
+    reset_with: list[int | None] = []
+    monkeypatch.setattr(RulePolicy, "reset", lambda self, seed=None: reset_with.append(seed))
+    assert not Seat(0).reads_seed and not Seat(1, RulePolicy()).reads_seed
+    start_game([Seat(0), Seat(1, RulePolicy())], 3)
+    assert derived == [] and reset_with == [None]
+
+    class SubclassedRule(RulePolicy):  # not the class named compiled_player "rule": it may draw, so it reads its seed
+        pass
+
+    for seats in ([Seat(0, belief="counting"), Seat(1, RulePolicy())], [Seat(0), Seat(1, RandomPolicy())],
+                  [Seat(0), Seat(1, SubclassedRule())]):
+        derived.clear()
+        reset_with.clear()
+        start_game(seats, 3)
+        assert derived == [3], "one derivation, for the seat that reads it"
+    assert reset_with == [game_seeds(3).seats[1]], "the subclass got its seat's seed"
+    game = start_game([Seat(0, RulePolicy()), Seat(1, RandomPolicy())], 3)
+    assert reset_with[-1] is None and game.current in (0, 1), "the rule player gets None beside a seat that reads"
 
 
 @pytest.mark.parametrize("first_player", [0, 1, None])

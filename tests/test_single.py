@@ -6,8 +6,10 @@ the exact class with a compiled twin (``Seat.compiled_twin``), so ``UnoEnv`` ste
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
+import numba
 import numpy as np
 import pytest
 from uno_testlib import capped, same
@@ -174,3 +176,22 @@ def test_generator_below_is_numpys_integers() -> None:
         value, position = generator_below(words, position, 3 * 2**30)
         assert value == rng.integers(3 * 2**30)
     assert position > 2000, "no rejection exercised"
+
+
+@pytest.mark.parametrize("opponent", ["random", "rule"])
+def test_the_kernels_buffers_have_the_types_its_entry_point_was_compiled_for(opponent: str,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The step kernel is called at its compiled entry point, past numba's dispatch: that code trusts each array's
+    layout (a strided array where it expects a contiguous one would be read wrongly, not refused), so every buffer
+    must be exactly of uno_env.single's _RUN_TYPES, also after the random words were refilled and after a pickle."""
+    monkeypatch.setattr(uno_env.single, "_REFILL_WORDS", 9)  # refills mid-game
+    env = UnoEnv(opponent=opponent)
+    _, info = env.reset(seed=1)
+    rng = np.random.default_rng(0)
+    for _ in capped(2000):
+        _, _, terminated, _, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
+        if terminated:
+            break
+    for table in (env._twin, pickle.loads(pickle.dumps(env))._twin):
+        buffers = (table.state, table.ctl, table.opponent, table.words, table.legal, table.log, table.obs, table.hand)
+        assert tuple(map(numba.typeof, buffers)) == uno_env.single._RUN_TYPES

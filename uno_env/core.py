@@ -72,6 +72,9 @@ from uno_env.cards import (
 COMPILED_PLAYERS: tuple[str, ...] = ("random", "rule")
 #: The policy codes of the playouts' players: uniformly random, and the rule player.
 RANDOM_POLICY, RULE_POLICY = COMPILED_PLAYERS.index("random"), COMPILED_PLAYERS.index("rule")
+#: The compiled players that draw no random number: a Python policy whose own class names one of them has nothing
+#: to seed, so its seat derives no seed for it (:class:`uno_env.seat.Seat`).
+DETERMINISTIC_PLAYERS: tuple[str, ...] = ("rule",)
 #: Outcome codes: a running game (the kernels' stand-in for ``Game.outcome is None``), a drawn game; else the
 #: winning seat.
 RUNNING, DRAWN = -2, -1

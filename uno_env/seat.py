@@ -6,7 +6,9 @@ game seed, the same way everywhere:
 
 * ``SeedSequence(seed)`` spawns three independent streams: the deal (and a random first player), the
   reshuffles, and the seats' seeds (one integer per seat);
-* a seat's seed resets its policy, and ``seed + 1`` seeds its belief tracker's generator.
+* a seat's seed resets its policy, and ``seed + 1`` seeds its belief tracker's generator. The seats' seeds are
+  derived only when a seat reads its seed (:attr:`Seat.reads_seed`): a policy that draws no random number (``rule``)
+  is reset with ``None``, and a learner's seat without a tracker needs none.
 
 So the deal and every reshuffle depend on the game seed alone, whatever the seats' belief settings or
 policies draw: the same seed plays the same game with every belief setting.
@@ -26,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from uno_env.belief import BeliefKind
-from uno_env.core import COMPILED_PLAYERS, RANDOM_POLICY
+from uno_env.core import COMPILED_PLAYERS, DETERMINISTIC_PLAYERS, RANDOM_POLICY
 from uno_env.game import Game, IllegalActionError
 from uno_env.observation import SeatObserver
 from uno_env.policy import Policy, needs_of
@@ -62,16 +64,27 @@ class GameSeeds:
 
     deal: np.random.Generator
     reshuffle: np.random.Generator | LazyGenerator
-    seats: tuple[int, int]
+    seed: int  # the game seed, from which :attr:`seats` derives the seats' seeds
+
+    @property
+    def seats(self) -> tuple[int, int]:
+        """The two seats' seeds, derived anew at each access from the third child of ``SeedSequence(seed)``: its
+        generator's ``integers(0, 2**62, size=2)``."""
+        # Made only when read: the seed sequence, its generator and the draw were a sixth to a quarter of a reset, and
+        # a game against the rule player with no belief tracker reads no seat seed (start_game). The draw is taken
+        # from the bit generator: numpy's integers below 2**62 are its 64-bit words shifted right by 2 (Lemire's
+        # method never rejects for a power of two), the same numbers without integers()'s ~6 µs of argument checks.
+        words = np.random.PCG64(np.random.SeedSequence(self.seed, spawn_key=(2,))).random_raw(2).tolist()
+        return words[0] >> 2, words[1] >> 2
 
 
 def game_seeds(seed: int) -> GameSeeds:
-    """The deal and reshuffle generators and the two seats' seeds of the game with this seed."""
-    # SeedSequence(seed).spawn(3)'s three children, built directly: the same sequences (spawn builds exactly these),
-    # in about half the time, which counts at every env reset. The reshuffle stream's is made when first used.
-    deal, seats = (np.random.SeedSequence(seed, spawn_key=(child,)) for child in (0, 2))
-    seat_seeds = np.random.default_rng(seats).integers(0, 2**62, size=2)
-    return GameSeeds(np.random.default_rng(deal), LazyGenerator(seed, (1,)), (int(seat_seeds[0]), int(seat_seeds[1])))
+    """The deal and reshuffle generators and (derived when read) the two seats' seeds of the game with this seed."""
+    # SeedSequence(seed).spawn(3)'s children, built directly: the same sequences (spawn builds exactly these), in
+    # about half the time, which counts at every env reset. The reshuffle stream's is made when first used, the
+    # seats' when read.
+    deal = np.random.SeedSequence(seed, spawn_key=(0,))
+    return GameSeeds(np.random.default_rng(deal), LazyGenerator(seed, (1,)), seed)
 
 
 class Seat:
@@ -96,6 +109,11 @@ class Seat:
         # A policy deciding from the legal actions and two public values (uno_env.policy, ``act_legal``) skips the
         # full view, unless a belief tracker must see every view; the game and the decisions are the same.
         self._act_legal = (getattr(policy, "act_legal", None) if policy is not None and belief == "none" else None)
+        # What draws from the seat's seed: a belief tracker, and a policy, unless its own class names a compiled
+        # player that draws no random number (its decisions are that player's, so it has no randomness to seed).
+        deterministic = policy is not None and vars(type(policy)).get("compiled_player") in DETERMINISTIC_PLAYERS
+        #: Whether the seat reads its seed in :meth:`start`; :func:`start_game` derives the seats' seeds only then.
+        self.reads_seed = belief != "none" or (policy is not None and not deterministic)
 
     def compiled_twin(self) -> tuple[int, Callable[[int], np.ndarray] | None] | None:
         """The compiled twin making exactly this seat's decisions, for the single env's compiled path
@@ -112,8 +130,10 @@ class Seat:
         code = COMPILED_PLAYERS.index(name)
         return code, (self.policy.words if code == RANDOM_POLICY else None)
 
-    def start(self, game: Game, seed: int) -> None:
-        """Begin a game right after the deal: reset the policy and the tracker from ``seed``, hand the start view."""
+    def start(self, game: Game, seed: int | None) -> None:
+        """Begin a game right after the deal: reset the policy and the tracker from ``seed``, hand the start view.
+
+        ``seed`` is ``None`` for a seat that does not read it (:attr:`reads_seed`)."""
         if self.policy is not None:
             self.policy.reset(seed)
         if self.observer.belief_kind != "none":  # only a tracker draws from it; a generator costs ~10 µs to make
@@ -181,6 +201,8 @@ def start_game(seats: Sequence[Seat], seed: int, first_player: int | None = None
         start = _deal(seeds, first_player)
     else:
         start.rng = seeds.reshuffle
-    for seat, seat_seed in zip(seats, seeds.seats, strict=True):
-        seat.start(start, seat_seed)
+    # The seats' seeds only if a seat reads its own; a seat that does not gets None, whatever the other reads.
+    seat_seeds = seeds.seats if any(seat.reads_seed for seat in seats) else (None, None)
+    for seat, seat_seed in zip(seats, seat_seeds, strict=True):
+        seat.start(start, seat_seed if seat.reads_seed else None)
     return start

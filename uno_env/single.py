@@ -26,11 +26,12 @@ Python only builds the ``info`` dict, about half the cost per step (docs/BENCHMA
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 from uno_env import core
 from uno_env.cards import CARD_NAMES, DECK_SIZE, NUM_ACTIONS, NUM_CARD_TYPES
@@ -52,6 +53,11 @@ _LOG_ROWS = 256
 _NO_LIMIT = 2**62
 # The agent's row of core's outcome table, by outcome code - RUNNING, as Python floats (read at every step).
 _AGENT_REWARD = tuple(core.OUTCOME_REWARD[AGENT].tolist())
+# core's names that CompiledGame.play and _event read at every step and event, bound here: a module attribute is one
+# more lookup each time (_event: about a tenth of a microsecond an event).
+_EVENTS, _ACTION, _DONE, _RUNNING = core.EVENTS, core.ACTION, core.DONE, core.RUNNING
+_KIND, _SEAT, _VALUE, _LOG_COLOUR, _DRAWN_CARDS = core.KIND, core.SEAT, core.VALUE, core.LOG_COLOUR, core.DRAWN_CARDS
+_LOGGED_PLAY, _LOGGED_DRAW = core.LOGGED_PLAY, core.LOGGED_DRAW
 
 
 @njit(cache=True)
@@ -85,6 +91,20 @@ def run(state: np.ndarray, ctl: np.ndarray, opponent: int, words: np.ndarray, le
             n += 1
     ctl[_HAND_SIZE] = n
     return core.DONE
+
+
+#: :func:`run`'s argument types: :class:`CompiledGame`'s buffers (C-contiguous, made by numpy), its opponent code.
+_RUN_TYPES = (types.int64[::1], types.int64[::1], types.int64, types.uint32[::1], types.int64[::1],
+              types.int64[:, ::1], types.float32[::1], types.int64[::1])
+
+
+@functools.cache
+def _run_entry() -> Callable[..., int]:
+    """:func:`run`'s machine code for :data:`_RUN_TYPES` (compiled, or loaded from numba's cache, on the first call).
+    Called directly, it skips the dispatcher, which types all 8 arguments at every call: 0.25 to 0.9 µs of each env
+    step (docs/BENCHMARKS.md, "The reset and the step's Python"). A wrong dtype still raises ``TypeError``; a wrong
+    layout would not (tests/test_single.py checks the buffers' types)."""
+    return run.compile(_RUN_TYPES)
 
 
 class CompiledGame:
@@ -134,11 +154,11 @@ class CompiledGame:
         """The agent's legal ``action`` (or -1 for none, at the start), then the opponent's moves, then the encoding;
         :attr:`events` holds the public events since the agent's previous decision."""
         ctl = self.ctl
-        ctl[core.EVENTS] = 0
-        ctl[core.ACTION] = action
+        ctl[_EVENTS] = 0
+        ctl[_ACTION] = action
         while True:
-            need = run(self.state, ctl, self.opponent, self.words, self.legal, self.log, self.obs, self.hand)
-            if need == core.DONE:
+            need = _run_entry()(self.state, ctl, self.opponent, self.words, self.legal, self.log, self.obs, self.hand)
+            if need == _DONE:
                 break
             if need == core.NEED_SHUFFLE:  # the game's Generator, as Game._reshuffle (the same draws for an array)
                 self.rng.shuffle(self.state[core.DECK:core.DECK + self.state[core.DECK_LEN]])
@@ -146,12 +166,12 @@ class CompiledGame:
                 self.words = np.concatenate((self.words[ctl[core.WORD]:], self._words_source(_REFILL_WORDS)))
                 ctl[core.WORD] = 0
         report = self._report = ctl.tolist()
-        self.events = [_event(row) for row in self.log[:report[core.EVENTS]].tolist()]
+        self.events = [_event(row) for row in self.log[:report[_EVENTS]].tolist()]
         self.legal_actions = self.legal[:report[_N_LEGAL]].tolist()
         # Game.outcome's codes: None while running, else the winning seat or -1 (drawn); from the agent's seat 0
         # they are also uno_env.view's WIN, LOSS and DRAWN.
-        self.outcome = None if report[_OUTCOME] == core.RUNNING else report[_OUTCOME]
-        self.reward = _AGENT_REWARD[report[_OUTCOME] - core.RUNNING]
+        self.outcome = None if report[_OUTCOME] == _RUNNING else report[_OUTCOME]
+        self.reward = _AGENT_REWARD[report[_OUTCOME] - _RUNNING]
 
     def forfeit(self) -> None:
         """The agent loses at once (an illegal action under ``illegal_action="lose"``), as :meth:`Game.forfeit`."""
@@ -189,9 +209,9 @@ class CompiledGame:
 
 def _event(row: list[int]) -> Event:
     """A kernel log row as the agent's :data:`~uno_env.view.Event` (seats relative to the agent, seat 0)."""
-    kind, seat, value, colour = row[core.KIND], row[core.SEAT], row[core.VALUE], row[core.LOG_COLOUR]
-    if kind == core.LOGGED_PLAY:
-        return PLAY, seat, value, colour
-    if kind == core.LOGGED_DRAW:
-        return DRAW, seat, value, tuple(row[core.DRAWN_CARDS:core.DRAWN_CARDS + value]) if seat == AGENT else None
+    kind, seat, value = row[_KIND], row[_SEAT], row[_VALUE]
+    if kind == _LOGGED_PLAY:
+        return PLAY, seat, value, row[_LOG_COLOUR]
+    if kind == _LOGGED_DRAW:
+        return DRAW, seat, value, tuple(row[_DRAWN_CARDS:_DRAWN_CARDS + value]) if seat == AGENT else None
     return RESHUFFLE, -1, 0, None
