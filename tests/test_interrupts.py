@@ -13,6 +13,14 @@ from train import interrupts
 from train.interrupts import as_finished, signals_held
 
 
+@pytest.fixture(autouse=True)
+def ctrl_c_raises():
+    """Ctrl-C raising KeyboardInterrupt, as in a command's process (a pytest-xdist worker ignores SIGINT)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def test_a_signal_during_the_block_is_raised_when_it_ends():
     reached_the_end = False
     with pytest.raises(KeyboardInterrupt), signals_held():
