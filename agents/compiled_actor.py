@@ -30,8 +30,8 @@ _ACTIVATION_CODES = {torch.nn.Tanh: TANH, torch.nn.ReLU: RELU}
 
 
 def actor_params(policy: PPOPolicy) -> tuple:
-    """The ``params`` of :func:`~agents.actor_kernels.actor_choice` for ``policy``'s network: weights, biases,
-    activation, buffers.
+    """The ``params`` of :func:`~agents.actor_kernels.actor_choice` for ``policy``'s network: weights (the first
+    hidden layer's transposed), biases, activation, buffers, and the scratch indices of the input's non-zeros.
 
     Raises:
         ValueError: if the network was trained with belief features, or its feature extractor or activations
@@ -68,11 +68,15 @@ def _mlp_params(policy: PPOPolicy, role: str, extractor: torch.nn.Module, hidden
         raise ValueError(f"{policy.name}: the {role}'s activations {sorted(a.__name__ for a in activations)} do "
                          f"not compile; expected one of {sorted(a.__name__ for a in _ACTIVATION_CODES)}")
     layers = [*linear, head]
-    weights = tuple(np.ascontiguousarray(layer.weight.detach().numpy(), dtype=np.float32) for layer in layers)
+    # A first hidden layer is stored transposed (inputs x outputs): the kernels add its rows for the observation's
+    # non-zero entries only (agents.actor_kernels._sparse_input), whose indices go to the int64 scratch ``nonzero``.
+    weights = tuple(np.ascontiguousarray(layer.weight.detach().numpy().T if k == 0 < len(linear) else
+                                         layer.weight.detach().numpy(), dtype=np.float32)
+                    for k, layer in enumerate(layers))
     biases = tuple(np.ascontiguousarray(layer.bias.detach().numpy(), dtype=np.float32) for layer in layers)
     activation = _ACTIVATION_CODES[activations.pop()] if activations else TANH
-    buffers = tuple(np.zeros(size, dtype=np.float32) for size in (BASE_SIZE, *(w.shape[0] for w in weights)))
-    return weights, biases, activation, buffers
+    buffers = tuple(np.zeros(size, dtype=np.float32) for size in (BASE_SIZE, *(layer.out_features for layer in layers)))
+    return weights, biases, activation, buffers, np.zeros(BASE_SIZE, dtype=np.int64)
 
 
 def compiled_opponent(policy: PPOPolicy) -> CompiledOpponent:
