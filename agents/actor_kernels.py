@@ -34,7 +34,8 @@ def _dense(weight: np.ndarray, bias: np.ndarray, x: np.ndarray, out: np.ndarray,
         total = bias[i]
         for j in range(weight.shape[1]):
             total += weight[i, j] * x[j]
-        out[i] = _activate(total, activation)
+        out[i] = total
+    _activate(out, activation)
 
 
 @njit(cache=True, fastmath=True)
@@ -64,17 +65,21 @@ def _sparse_input(weight_t: np.ndarray, bias: np.ndarray, x: np.ndarray, out: np
         row, value = weight_t[nonzero[rest]], x[nonzero[rest]]
         for i in range(out.shape[0]):
             out[i] += row[i] * value
-    for i in range(out.shape[0]):
-        out[i] = _activate(out[i], activation)
+    _activate(out, activation)
 
 
-@njit(inline="always")
-def _activate(total: float, activation: int) -> float:
+@njit(inline="always", fastmath=True)
+def _activate(out: np.ndarray, activation: int) -> None:
+    """Apply the hidden activation to ``out`` in place (-1: none)."""
     if activation == TANH:
-        return np.tanh(total)
-    if activation == RELU:
-        return max(total, 0.0)
-    return total
+        # tanh from one exp, which compiles to a loop two to three times faster than np.tanh's (within 1e-7 of it,
+        # the inputs clipped where float32's tanh is already +-1).
+        for i in range(out.shape[0]):
+            e = np.exp(2.0 * min(max(out[i], -9.0), 9.0))
+            out[i] = (e - 1.0) / (e + 1.0)
+    elif activation == RELU:
+        for i in range(out.shape[0]):
+            out[i] = max(out[i], 0.0)
 
 
 @njit(cache=True)
