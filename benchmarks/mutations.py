@@ -245,6 +245,13 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("guided", "the network's rollouts play the first legal move", "agents/actor_kernels.py",
              (("ctl[ACTION] = actor_choice(game, legal, ctl[CHOICES], params)", "ctl[ACTION] = legal[0]"),),
              GUIDED + ("tests/test_compiled_actor.py",)),
+    Mutation("guided", "the first layer's four-row pass drops its fourth row", "agents/actor_kernels.py",
+             (("r0[i] * v0 + r1[i] * v1 + r2[i] * v2 + r3[i] * v3", "r0[i] * v0 + r1[i] * v1 + r2[i] * v2"),),
+             ("tests/test_compiled_actor.py",)),
+    Mutation("guided", "the first layer skips the inputs left after the four-row passes", "agents/actor_kernels.py",
+             (("    for rest in range(k, m):", "    for rest in range(m, m):"),), ("tests/test_compiled_actor.py",)),
+    Mutation("guided", "tanh clipped at 1 instead of 9", "agents/actor_kernels.py",
+             (("min(max(out[i], -9.0), 9.0)", "min(max(out[i], -1.0), 1.0)"),), ("tests/test_compiled_actor.py",)),
     # --- issue 31: the opponent models' likelihood (uno_env/belief/models.py, trajectory.py, trajectory_kernels.py)
     Mutation("likelihood", "the filter's kernels log the mover's own hand size", "uno_env/belief/trajectory.py",
              (("row[OPP] = 0 if decision is None else decision.opponent_hand_size",
