@@ -46,7 +46,7 @@ def _sparse_input(weight_t: np.ndarray, bias: np.ndarray, x: np.ndarray, out: np
     The observation is mostly zeros (about 80 of its 294 entries are set in a game), so the first layer adds the rows
     of its transposed weights (``weight_t``: inputs x outputs) for the set inputs only, four rows a pass so each
     output is loaded and stored a quarter as often: two to four times faster than the dense product for 64 to 512
-    outputs (docs/BENCHMARKS.md, "The network's first layer")."""
+    outputs (docs/BENCHMARKS.md, "The network's forward pass in the compiled kernels")."""
     m = 0
     for j in range(x.shape[0]):
         if x[j] != 0.0:

@@ -238,7 +238,8 @@ def test_pretrain_by_rollout_values_runs_rounds_of_policy_improvement(tmp_path: 
     metrics = json.loads((folder / "run_info.json").read_text())["pretrain"]
     assert metrics["examples"] > 10 and {"round_1/gain", "round_2/gain", "held_out_loss"} <= set(metrics)
     # Round 2 continued its playouts with round 1's student: saved for the labelling processes, compiled there.
-    assert actor_params(PPOPolicy.load(folder / "pretrain" / "round_1.zip"))[0][0].shape == (BASE_SIZE, 32)  # transposed
+    first_layer = actor_params(PPOPolicy.load(folder / "pretrain" / "round_1.zip"))[0][0]
+    assert first_layer.shape == (BASE_SIZE, 32)  # stored transposed for the compiled kernels
     # total_timesteps 0: the warm start alone is the run's model, evaluated at the end like any other
     assert [p.name for p in (folder / "checkpoints").iterdir()] == ["step_000000000.zip"]
     assert json.loads((folder / "final_eval.json").read_text())
