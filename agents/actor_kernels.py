@@ -31,11 +31,17 @@ TANH, RELU = 0, 1
 def _dense(weight: np.ndarray, bias: np.ndarray, x: np.ndarray, out: np.ndarray, activation: int) -> None:
     """``out = activation(weight @ x + bias)``; activation -1 leaves it linear."""
     for i in range(weight.shape[0]):
-        total = bias[i]
-        for j in range(weight.shape[1]):
-            total += weight[i, j] * x[j]
-        out[i] = total
+        out[i] = _unit(weight, bias, i, x)
     _activate(out, activation)
+
+
+@njit(inline="always", fastmath=True)
+def _unit(weight: np.ndarray, bias: np.ndarray, i: int, x: np.ndarray) -> float:
+    """Unit ``i``'s input: ``weight[i] @ x + bias[i]``."""
+    total = bias[i]
+    for j in range(x.shape[0]):
+        total += weight[i, j] * x[j]
+    return total
 
 
 @njit(cache=True, fastmath=True)
@@ -120,20 +126,12 @@ def actor_choice(state: np.ndarray, legal: np.ndarray, n: int, params: tuple) ->
     head, bias = weights[-1], biases[-1]
     hidden = _features(state, legal, n, params)
     best = legal[0]
-    best_logit = _logit(head, bias, best, hidden)
+    best_logit = _unit(head, bias, best, hidden)
     for i in range(1, n):  # legal actions come in increasing order: a tie keeps the earlier, lower one
-        logit = _logit(head, bias, legal[i], hidden)
+        logit = _unit(head, bias, legal[i], hidden)
         if logit > best_logit:
             best, best_logit = legal[i], logit
     return best
-
-
-@njit(cache=True, fastmath=True)
-def _logit(head: np.ndarray, bias: np.ndarray, action: int, hidden: np.ndarray) -> float:
-    total = bias[action]
-    for j in range(hidden.shape[0]):
-        total += head[action, j] * hidden[j]
-    return total
 
 
 @njit(cache=True)

@@ -68,15 +68,14 @@ def _mlp_params(policy: PPOPolicy, role: str, extractor: torch.nn.Module, hidden
         raise ValueError(f"{policy.name}: the {role}'s activations {sorted(a.__name__ for a in activations)} do "
                          f"not compile; expected one of {sorted(a.__name__ for a in _ACTIVATION_CODES)}")
     layers = [*linear, head]
-    # A first hidden layer is stored transposed (inputs x outputs): the kernels add its rows for the observation's
-    # non-zero entries only (agents.actor_kernels._sparse_input), whose indices go to the int64 scratch ``nonzero``.
-    weights = tuple(np.ascontiguousarray(layer.weight.detach().numpy().T if k == 0 < len(linear) else
-                                         layer.weight.detach().numpy(), dtype=np.float32)
-                    for k, layer in enumerate(layers))
+    weights = [np.ascontiguousarray(layer.weight.detach().numpy(), dtype=np.float32) for layer in layers]
+    if linear:  # the first hidden layer transposed (inputs x outputs): the kernels add its rows for the observation's
+        # non-zero entries only (agents.actor_kernels._sparse_input), whose indices go to the last item, a scratch
+        weights[0] = np.ascontiguousarray(weights[0].T)
     biases = tuple(np.ascontiguousarray(layer.bias.detach().numpy(), dtype=np.float32) for layer in layers)
     activation = _ACTIVATION_CODES[activations.pop()] if activations else TANH
     buffers = tuple(np.zeros(size, dtype=np.float32) for size in (BASE_SIZE, *(layer.out_features for layer in layers)))
-    return weights, biases, activation, buffers, np.zeros(BASE_SIZE, dtype=np.int64)
+    return tuple(weights), biases, activation, buffers, np.zeros(BASE_SIZE, dtype=np.int64)
 
 
 def compiled_opponent(policy: PPOPolicy) -> CompiledOpponent:
