@@ -229,6 +229,17 @@ def test_pretrain_clones_the_rule_player(tmp_path: Path):
     assert "eval/mean_win_rate" not in tags and "final/win_rate/random" in tags  # eval.every = 0: only the final
 
 
+def test_a_run_killed_as_it_began_starts_over_in_its_folder(tmp_path: Path):
+    # What a kill -9 between the lock and the run's config.yaml leaves: a stale lock file and an empty folder.
+    folder = tmp_path / "run"
+    (folder / "checkpoints").mkdir(parents=True)
+    (folder / ".lock").touch()
+    train(parse_config(tiny()), folder, quiet=True)
+    assert (folder / "config.yaml").is_file() and any((folder / "checkpoints").glob("step_*.zip"))
+    with pytest.raises(ConfigError, match="not empty"):
+        train(parse_config(tiny()), folder, quiet=True)
+
+
 def test_pretrain_by_rollout_values_runs_rounds_of_policy_improvement(tmp_path: Path):
     folder = tmp_path / "improve"
     config = parse_config(tiny(name="improve", total_timesteps=0, policy={"net_arch": [32]}, eval={"every": 0},

@@ -421,6 +421,12 @@ def _check_checkpoint_players(config: TrainConfig) -> None:
                 raise ConfigError(f"{key}: {str(error)[:300]}") from None
 
 
+def _records(run_dir: Path) -> bool:
+    """Whether the run folder records anything: an entry other than the lock and empty folders (a run killed as it
+    began can leave those, and a new command may start over in it without losing anything)."""
+    return any(path.name != LOCK and not (path.is_dir() and not any(path.iterdir())) for path in run_dir.iterdir())
+
+
 def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None, quiet: bool,
            on_evaluation: EvaluationHook | None, address: str | None) -> Path:
     """:func:`train`, with the run folder locked."""
@@ -433,7 +439,7 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
             raise ConfigError(f"cannot resume {run_dir}: it has no checkpoints/step_*.zip")
         check_resumable(config, config.seed, run_dir / "pretrain")
         resume = False
-    elif not resume and any(path.name != LOCK for path in run_dir.iterdir()):
+    elif not resume and _records(run_dir):
         raise ConfigError(f"run folder {run_dir} already exists and is not empty; use --resume to continue it")
 
     start_step = 0
@@ -463,8 +469,8 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
         policy = PrivilegedCriticPolicy if config.policy.critic == "privileged" else "MlpPolicy"
         model = MaskablePPO(policy, venv, seed=config.seed, device="cpu", verbose=0, **common)
     # Only now record the run: a command that failed above must leave the folder (its config.yaml) as it was.
-    checkpoints.mkdir(parents=True, exist_ok=True)
     write_text(run_dir / "config.yaml", yaml.safe_dump(config_to_dict(config), sort_keys=False))
+    checkpoints.mkdir(parents=True, exist_ok=True)
     with open(run_dir / "command.txt", "a") as out:
         out.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')}  {command or ' '.join(sys.argv)}\n")
     if not resume and config.pretrain.teacher is not None:
