@@ -67,23 +67,21 @@ def test_game_seeds_are_a_function_of_the_seed():
     assert a.deal.integers(2**62) == b.deal.integers(2**62) and a.reshuffle.random() == b.reshuffle.random()
 
 
-def test_the_reshuffle_stream_is_made_when_first_used_and_is_the_spawned_child():
-    """The reshuffle generator is made lazily (issue 28's speed), yet it is SeedSequence(seed).spawn(3)'s second
-    child's generator draw for draw, also across a pickle, before and after its first draw."""
+def test_the_deal_and_reshuffle_streams_are_the_spawned_children():
+    """The deal and reshuffle generators, seeded by uno_env.seeding (issue 28's speed), are SeedSequence(seed).spawn(3)'s
+    first and second children's generators draw for draw, also across a pickle."""
     for seed in (0, 7, 2**40):
-        child = np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[1])
-        lazy = game_seeds(seed).reshuffle
-        assert lazy._generator is None, "nothing made before the first use"
-        unused_copy = pickle.loads(pickle.dumps(lazy))
+        children = np.random.SeedSequence(seed).spawn(3)
+        seeds = game_seeds(seed)
+        assert seeds.deal.integers(2**62) == np.random.default_rng(children[0]).integers(2**62)
+        child = np.random.default_rng(children[1])
         deck = list(range(40))
-        lazy.shuffle(deck)
+        seeds.reshuffle.shuffle(deck)
         expected = list(range(40))
         child.shuffle(expected)
         assert deck == expected
-        used_copy = pickle.loads(pickle.dumps(lazy))
-        assert used_copy.random() == lazy.random() == child.random(), "a pickle keeps the stream's position"
-        assert unused_copy.integers(2**62) == np.random.default_rng(
-            np.random.SeedSequence(seed).spawn(3)[1]).integers(2**62)
+        copy = pickle.loads(pickle.dumps(seeds.reshuffle))
+        assert copy.random() == seeds.reshuffle.random() == child.random(), "a pickle keeps the stream's position"
 
 
 def test_start_game_resets_each_policy_from_its_seat_seed():

@@ -10,6 +10,7 @@ import numpy as np
 
 from uno_env.belief.models import RandomModel, RuleModel
 from uno_env.core import rule_action
+from uno_env.seeding import seeded_generator
 from uno_env.view import PublicView
 
 
@@ -24,7 +25,7 @@ class RandomPolicy:
         self.rng = np.random.default_rng()
 
     def reset(self, seed: int | None = None) -> None:
-        self.rng = np.random.default_rng(seed)
+        self.rng = np.random.default_rng() if seed is None else seeded_generator(seed)  # default_rng(seed)'s stream
 
     def act(self, view: PublicView) -> int:
         """A uniform draw among ``view.legal_actions`` (no draw when there is one)."""

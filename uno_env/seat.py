@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -32,30 +31,8 @@ from uno_env.core import COMPILED_PLAYERS, DETERMINISTIC_PLAYERS, RANDOM_POLICY
 from uno_env.game import Game, IllegalActionError
 from uno_env.observation import SeatObserver
 from uno_env.policy import Policy, needs_of
+from uno_env.seeding import seed_words, seeded_generator
 from uno_env.view import PublicView
-
-
-class LazyGenerator:
-    """The ``numpy.random.Generator`` of ``SeedSequence(entropy, spawn_key=spawn_key)``, made at its first use; it
-    then stands for that generator (every attribute is the generator's), pickled with it.
-
-    A game's reshuffle stream is one: most games never reshuffle, and making a seed sequence and a generator cost
-    about a tenth of an env reset (docs/BENCHMARKS.md, "Faster steps").
-    """
-
-    def __init__(self, entropy: int, spawn_key: tuple[int, ...]) -> None:
-        self._seed = (entropy, spawn_key)
-        self._generator: np.random.Generator | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        # Called only for names the instance lacks: the generator's. Special names are looked up on the class by
-        # Python itself, and an instance being unpickled or copied has no _seed yet: neither makes a generator.
-        if name.startswith("__") or name in ("_seed", "_generator"):
-            raise AttributeError(name)
-        if self._generator is None:
-            entropy, spawn_key = self._seed
-            self._generator = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=spawn_key))
-        return getattr(self._generator, name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,28 +40,27 @@ class GameSeeds:
     """The independent streams of one game, all derived from its seed by :func:`game_seeds`."""
 
     deal: np.random.Generator
-    reshuffle: np.random.Generator | LazyGenerator
+    reshuffle: np.random.Generator
     seed: int  # the game seed, from which :attr:`seats` derives the seats' seeds
 
     @property
     def seats(self) -> tuple[int, int]:
         """The two seats' seeds, derived anew at each access from the third child of ``SeedSequence(seed)``: its
         generator's ``integers(0, 2**62, size=2)``."""
-        # Made only when read: the seed sequence, its generator and the draw were a sixth to a quarter of a reset, and
-        # a game against the rule player with no belief tracker reads no seat seed (start_game). The draw is taken
-        # from the bit generator: numpy's integers below 2**62 are its 64-bit words shifted right by 2 (Lemire's
-        # method never rejects for a power of two), the same numbers without integers()'s ~6 µs of argument checks.
-        words = np.random.PCG64(np.random.SeedSequence(self.seed, spawn_key=(2,))).random_raw(2).tolist()
+        # Made only when read: a game against the rule player with no belief tracker reads no seat seed (start_game).
+        # The draw is taken from the bit generator: numpy's integers below 2**62 are its 64-bit words shifted right
+        # by 2 (Lemire's method never rejects for a power of two), the same numbers without integers()'s ~6 µs of
+        # argument checks.
+        words = np.random.PCG64(seed_words(self.seed, (2,))).random_raw(2).tolist()
         return words[0] >> 2, words[1] >> 2
 
 
 def game_seeds(seed: int) -> GameSeeds:
     """The deal and reshuffle generators and (derived when read) the two seats' seeds of the game with this seed."""
-    # SeedSequence(seed).spawn(3)'s children, built directly: the same sequences (spawn builds exactly these), in
-    # about half the time, which counts at every env reset. The reshuffle stream's is made when first used, the
-    # seats' when read.
-    deal = np.random.SeedSequence(seed, spawn_key=(0,))
-    return GameSeeds(np.random.default_rng(deal), LazyGenerator(seed, (1,)), seed)
+    # SeedSequence(seed).spawn(3)'s children's generators, built directly (spawn builds exactly these sequences) and
+    # seeded by uno_env.seeding's compiled hash: a fifth of numpy's cost, which counts at every env reset. The seats'
+    # seeds are derived when read.
+    return GameSeeds(seeded_generator(seed, (0,)), seeded_generator(seed, (1,)), seed)
 
 
 class Seat:
@@ -136,8 +112,8 @@ class Seat:
         ``seed`` is ``None`` for a seat that does not read it (:attr:`reads_seed`)."""
         if self.policy is not None:
             self.policy.reset(seed)
-        if self.observer.belief_kind != "none":  # only a tracker draws from it; a generator costs ~10 µs to make
-            self.observer.start(game, self.index, np.random.default_rng(seed + 1))
+        if self.observer.belief_kind != "none":  # only a tracker draws from it
+            self.observer.start(game, self.index, seeded_generator(seed + 1))
         if self.policy is not None and hasattr(self.policy, "observe_start"):  # the optional hook (uno_env.policy)
             self.policy.observe_start(game.observe(self.index, consume_events=False))
 

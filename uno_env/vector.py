@@ -41,6 +41,7 @@ from uno_env import core
 from uno_env.cards import CARD_NAMES, COLOURS, DRAW_ACTION, NUM_ACTIONS, NUM_CARD_TYPES, action_name
 from uno_env.game import IllegalActionError
 from uno_env.observation import BASE_SIZE, SeatObserver, counting_state_features_into, encode_seat_into, mask_into
+from uno_env.seeding import seed_words
 from uno_env.view import AGENT, OPPONENT
 
 #: The built-in opponents the kernel plays, by code: core's table of compiled players (the index is the policy code
@@ -409,8 +410,7 @@ class UnoVectorEnv(VectorEnv):
             raise ValueError("the first reset deals every sub-env: give no reset_mask, or one of all True")
         seeds = self._seeds(seed)
         if seeds is not None:
-            streams = np.array([np.random.SeedSequence(s).generate_state(1, np.uint64)[0] for s in seeds],
-                               dtype=np.uint64)
+            streams = np.array([seed_words(s).generate_state(1, np.uint64)[0] for s in seeds], dtype=np.uint64)
             if self._streams is None:
                 self._streams = streams
             else:
