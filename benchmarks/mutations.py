@@ -38,6 +38,7 @@ OBS = ("tests/test_observation.py",)
 STATS = ("tests/test_statistics.py",)
 CONFIG = ("tests/test_config_checks.py", "tests/test_config.py")
 SEARCH = ("tests/test_search_invariants.py", "tests/test_search.py")
+SEEDING = ("tests/test_seeding.py", "tests/test_env_api.py", "tests/test_seat.py")
 RULES = ("tests/test_rules.py", "tests/test_invariants.py", "tests/test_opponents.py")
 ENDINGS = ("tests/test_endings.py",)
 LABELS = ("tests/test_labels_properties.py",)
@@ -347,6 +348,17 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("specs", "checkpoint steps not zero-padded", "train/training/trainer.py",
              (("step_{self.model.num_timesteps:09d}.zip", "step_{self.model.num_timesteps}.zip"),),
              ("tests/test_train.py::test_run_folder_layout",)),
+    # --- seeded generators without numpy's seed-sequence code (uno_env/seeding.py, stop 21)
+    Mutation("seeding", "a spawn key's entropy not padded to the pool", "uno_env/seeding.py",
+             (("        words[_POOL] = np.uint64(key)\n        length = _POOL + 1",
+               "        words[length] = np.uint64(key)\n        length += 1"),), SEEDING),
+    Mutation("seeding", "the output words paired big-endian", "uno_env/seeding.py",
+             (("value << np.uint64(32 * (i % 2))", "value << np.uint64(32 * (1 - i % 2))"),), SEEDING),
+    Mutation("seeding", "the pool's words not mixed into each other", "uno_env/seeding.py",
+             (("            if src != dst:", "            if src == dst:"),), SEEDING),
+    Mutation("seeding", "a seeded env reset keeps the old np_random", "uno_env/env.py",
+             (("self._np_random, self._np_random_seed = seeded_generator(seed), seed",
+               "self._np_random_seed = seed"),), SEEDING),
 )
 
 

@@ -110,6 +110,23 @@ def test_unseeded_reset_continues_the_seeded_stream():
     assert two_games() == two_games()
 
 
+def test_a_seeded_reset_seeds_np_random_as_gymnasium_does():
+    """UnoEnv.reset sets np_random itself (uno_env.seeding, for speed): the generator and np_random_seed that
+    gymnasium.Env.reset would set; a bad seed still gets Gymnasium's error and leaves the generator as it was."""
+    env = UnoEnv()
+    for seed in (0, 7, 2**40, 2**64 + 3):
+        env.reset(seed=seed)
+        expected, expected_seed = gym.utils.seeding.np_random(seed)
+        assert env.np_random_seed == expected_seed == seed
+        expected.integers(2**62)  # the game's seed, which the reset drew
+        assert env.np_random.integers(2**62, size=4).tolist() == expected.integers(2**62, size=4).tolist()
+    before = env.np_random.bit_generator.state
+    for bad in (-1, 1.5):
+        with pytest.raises(gym.error.Error):
+            env.reset(seed=bad)
+    assert env.np_random.bit_generator.state == before
+
+
 def test_first_player_random_is_seeded():
     firsts = [[bool(UnoEnv().reset(seed=seed)[1]["events"]) for seed in range(30)] for _ in range(2)]
     assert firsts[0] == firsts[1] and 0 < sum(firsts[0]) < 30
