@@ -68,8 +68,8 @@ def test_game_seeds_are_a_function_of_the_seed():
 
 
 def test_the_deal_and_reshuffle_streams_are_the_spawned_children():
-    """The deal and reshuffle generators, seeded by uno_env.seeding (issue 28's speed), are SeedSequence(seed).spawn(3)'s
-    first and second children's generators draw for draw, also across a pickle."""
+    """The deal and reshuffle generators, seeded by uno_env.seeding (issue 28's speed), are
+    SeedSequence(seed).spawn(3)'s first and second children's generators draw for draw, also across a pickle."""
     for seed in (0, 7, 2**40):
         children = np.random.SeedSequence(seed).spawn(3)
         seeds = game_seeds(seed)
