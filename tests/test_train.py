@@ -229,6 +229,25 @@ def test_pretrain_clones_the_rule_player(tmp_path: Path):
     assert "eval/mean_win_rate" not in tags and "final/win_rate/random" in tags  # eval.every = 0: only the final
 
 
+def test_policy_init_starts_the_run_from_a_checkpoints_weights(run: Path, tmp_path: Path):
+    """policy.init: the new run's network starts from the checkpoint's weights (with a learning rate of 1e-12 PPO
+    keeps them to 1e-6, so every checkpoint of the run holds them, where fresh weights differ by tenths); a checkpoint
+    of another network is refused, naming the key."""
+    start = run / "checkpoints" / "step_000000128.zip"
+    folder = tmp_path / "init"
+    train(parse_config(tiny(name="init", policy={"net_arch": [16], "init": str(start)}, ppo={"learning_rate": 1e-12},
+                            eval={"every": 0})), folder, quiet=True)
+    expected = MaskablePPO.load(start, device="cpu").policy.state_dict()
+    for checkpoint in sorted((folder / "checkpoints").glob("step_*.zip")):
+        weights = MaskablePPO.load(checkpoint, device="cpu").policy.state_dict()
+        assert all(torch.allclose(weights[key], expected[key], atol=1e-6) for key in expected), checkpoint.name
+    with pytest.raises(ConfigError, match=r"policy.init: .* is not this config's network: .*net_arch \[16\]"):
+        train(parse_config(tiny(name="other", policy={"net_arch": [32], "init": str(start)})), tmp_path / "other",
+              quiet=True)
+    with pytest.raises(ConfigError, match="policy.init must name a checkpoint"):
+        parse_config(tiny(policy={"init": "no-such-agent"}))
+
+
 def test_a_run_killed_as_it_began_starts_over_in_its_folder(tmp_path: Path):
     # What a kill -9 between the lock and the run's config.yaml leaves: a stale lock file and an empty folder.
     folder = tmp_path / "run"

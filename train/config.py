@@ -108,12 +108,17 @@ class PolicyConfig:
 
     ``critic: privileged`` gives the critic hidden state during training (the opponent's hand, the next deck
     cards) while the actor keeps the public observation (:mod:`agents.privileged`).
+
+    ``init`` names a checkpoint (a shipped agent's name or a ``.zip``) whose actor and critic the run's network starts
+    from instead of random weights, to continue training a network, e.g. expert iteration from a shipped agent; it
+    must have this config's observation (``env.belief``), ``net_arch``, ``activation`` and ``critic``.
     """
 
     net_arch: list[int] = field(default_factory=lambda: [128, 128])
     activation: Literal["tanh", "relu"] = "tanh"
     ortho_init: bool = True
     critic: Literal["public", "privileged"] = "public"
+    init: str | None = None
 
 
 @dataclass
@@ -434,6 +439,9 @@ def _validate(config: TrainConfig) -> None:
         problem = None if spec is None else validate_spec(spec)
         if problem:
             raise ConfigError(f"pretrain.{key}: unknown player {spec!r}: {problem}")
+    if config.policy.init is not None and checkpoint_path(config.policy.init) is None:
+        raise ConfigError(f"policy.init must name a checkpoint (a shipped agent or a .zip file), got "
+                          f"{short_repr(config.policy.init)}")
     if not config.eval.opponents:  # the evaluations pick the best model by the mean over these
         raise ConfigError("eval.opponents must name at least one opponent, got []")
     for i, name in enumerate(config.eval.opponents):

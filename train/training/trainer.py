@@ -411,6 +411,7 @@ def _check_checkpoint_players(config: TrainConfig) -> None:
     starts: a damaged one is a ``ConfigError`` naming its key, not a traceback minutes into the run."""
     named = [(f"opponents[{i}].mix", spec) for i, phase in enumerate(config.opponents) for spec in phase.mix]
     named += [(f"pretrain.{key}", getattr(config.pretrain, key)) for key in ("teacher", "expert")]
+    named += [("policy.init", config.policy.init)]
     named += [(f"eval.opponents[{i}]", spec) for i, spec in enumerate(config.eval.opponents)]
     for key, spec in named:
         path = checkpoint_path(spec) if spec not in (None, SELF) else None
@@ -419,6 +420,23 @@ def _check_checkpoint_players(config: TrainConfig) -> None:
                 load_network(path)
             except (ValueError, OSError) as error:
                 raise ConfigError(f"{key}: {str(error)[:300]}") from None
+
+
+def _start_from(model: Any, spec: str, venv: Any) -> None:
+    """Give ``model`` the weights of the checkpoint ``spec`` names (``policy.init``); a ``ConfigError`` naming the key
+    and the checkpoint's network if it is not this config's."""
+    path = checkpoint_path(spec)
+    settings = read_settings(path)
+    try:
+        model.policy.load_state_dict(load_network(path, settings).state_dict())
+    except RuntimeError:  # torch lists every tensor whose shape differs; what the checkpoint is says it better
+        venv.close()
+        record = settings.get("policy", {})
+        arch = record.get("net_arch")
+        raise ConfigError(f"policy.init: {path} is not this config's network: it has belief {settings.get('belief')!r}"
+                          f", {settings.get('observation_size')} inputs (+{settings.get('privileged_size', 0)} "
+                          f"privileged), net_arch {arch.get('pi') if isinstance(arch, dict) else arch}, activation "
+                          f"{str(record.get('activation')).lower()!r}") from None
 
 
 def _records(run_dir: Path) -> bool:
@@ -468,6 +486,8 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
     else:
         policy = PrivilegedCriticPolicy if config.policy.critic == "privileged" else "MlpPolicy"
         model = MaskablePPO(policy, venv, seed=config.seed, device="cpu", verbose=0, **common)
+        if config.policy.init is not None:
+            _start_from(model, config.policy.init, venv)
     # Only now record the run: a command that failed above must leave the folder (its config.yaml) as it was.
     write_text(run_dir / "config.yaml", yaml.safe_dump(config_to_dict(config), sort_keys=False))
     checkpoints.mkdir(parents=True, exist_ok=True)
