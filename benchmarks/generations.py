@@ -13,7 +13,8 @@ kept generations.
 With ``--pairs``, the first and the last generation's networks (``pretrain/round_1.zip``, ``pretrain/round_N.zip``)
 of each run play ``rule`` again on that many fresh deal pairs of ``--seed``, and the table gets the paired difference
 last minus first with its 95% interval (:func:`train.evaluation.statistics.difference_interval`): whether the run
-climbed, on deals that chose nothing.
+climbed, on deals that chose nothing. ``--start SPEC`` also plays the network the runs started from (a run with
+``policy.init``, e.g. a shipped agent) on the same deals, and adds each run's last generation minus it.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=0, help="fresh deal pairs for last minus first (0: none)")
     parser.add_argument("--seed", type=int, default=12346, help="the fresh deals' seed")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--start", help="with --pairs: the player the runs started from, compared with each last")
     args = parser.parse_args(argv)
     labels = args.labels or [run.name for run in args.runs]
     if len(labels) != len(args.runs):
@@ -75,15 +77,19 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['seconds']:,.0f} |")
     if args.pairs:
         print(f"\nlast minus first generation against rule, {args.pairs} deal pairs of seed {args.seed}:\n")
-        print("| run | first | last | last minus first (95% CI) |")
-        print("| --- | ---: | ---: | ---: |")
+        start = evaluate(args.start, ["rule"], args.pairs, args.seed, workers=args.workers)[0] if args.start else None
+        print("| run | first | last | last minus first (95% CI) |" + (" start | last minus start (95% CI) |"
+                                                                      if start else ""))
+        print("| --- | ---: | ---: | ---: |" + (" ---: | ---: |" if start else ""))
         for label, run, records in zip(labels, args.runs, curves, strict=True):
             first, last = (run / "pretrain" / f"round_{records[n]['generation']}.zip" for n in (0, -1))
             scores = [evaluate(str(path), ["rule"], args.pairs, args.seed, workers=args.workers)[0]
                       for path in (first, last)]
-            difference, low, high = difference_interval(scores[1].pair_scores, scores[0].pair_scores)
-            print(f"| {label} | {scores[0].score:.1%} | {scores[1].score:.1%} | {difference:+.1%} "
-                  f"({low:+.1%} .. {high:+.1%}) |")
+            row = f"| {label} | {scores[0].score:.1%} | {scores[1].score:.1%} | " + \
+                _difference(scores[1].pair_scores, scores[0].pair_scores)
+            if start is not None:
+                row += f" {start.score:.1%} | " + _difference(scores[1].pair_scores, start.pair_scores)
+            print(row)
     if args.out:
         figure, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharex=True)
         for ax, opponent in zip(axes, ("rule", "random"), strict=True):
@@ -103,6 +109,12 @@ def main(argv: list[str] | None = None) -> int:
         figure.savefig(args.out, dpi=110)
         print(f"\nwrote {args.out}", file=sys.stderr)
     return 0
+
+
+def _difference(after: list[float], before: list[float]) -> str:
+    """A table cell: the paired difference of two players' deal-pair scores and its 95% interval."""
+    difference, low, high = difference_interval(after, before)
+    return f"{difference:+.1%} ({low:+.1%} .. {high:+.1%}) |"
 
 
 if __name__ == "__main__":
