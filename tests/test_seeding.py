@@ -7,6 +7,7 @@ import pickle
 import numpy as np
 import pytest
 
+from uno_env.opponents import RandomPolicy
 from uno_env.seeding import SeedWords, seed_words, seeded_generator
 
 ENTROPIES = [0, 1, 2**32 - 1, 2**32, 2**40, 2**62 - 1, 2**64 - 1,
@@ -58,3 +59,11 @@ def test_what_the_kernel_does_not_cover_takes_numpys_path(entropy: object, key: 
 def test_a_bad_entropy_gets_numpys_error():
     with pytest.raises(ValueError):
         seeded_generator(-1)
+
+
+def test_the_random_player_is_reset_as_default_rng_would_be():
+    """RandomPolicy.reset takes an int seed through uno_env.seeding and anything else default_rng takes as before."""
+    player = RandomPolicy()
+    for seed in (5, np.random.SeedSequence(5), np.int64(5)):
+        player.reset(seed)
+        assert player.rng.random() == np.random.default_rng(seed).random(), seed

@@ -25,7 +25,8 @@ class RandomPolicy:
         self.rng = np.random.default_rng()
 
     def reset(self, seed: int | None = None) -> None:
-        self.rng = np.random.default_rng() if seed is None else seeded_generator(seed)  # default_rng(seed)'s stream
+        # default_rng(seed)'s stream; an int seed (what start_game passes) through the faster seeding
+        self.rng = seeded_generator(seed) if type(seed) is int else np.random.default_rng(seed)
 
     def act(self, view: PublicView) -> int:
         """A uniform draw among ``view.legal_actions`` (no draw when there is one)."""
