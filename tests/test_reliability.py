@@ -525,3 +525,35 @@ def test_evaluate_checks_json_path_and_seed_first(tmp_path: Path, capsys: pytest
         play_main(["--seed", "-1"])
     assert exited.value.code == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_pools_workers_end_when_the_process_that_made_it_is_killed_outright(tmp_path: Path):
+    """kill -9 of the process alone (not its group) runs no cleanup; its pool's workers, children of the forkserver,
+    notice that it is gone and end instead of waiting for work forever."""
+    script = ("import os, sys, time\n"
+              "from train.evaluation.matches import make_executor\n"
+              "pool = make_executor(2)\n"
+              "pids = {pool.submit(os.getpid).result() for _ in range(8)} | set(pool._processes)\n"
+              "print(' '.join(map(str, pids)), flush=True)\n"
+              "time.sleep(600)\n")
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                               cwd=Path(__file__).resolve().parent.parent)
+    workers = [int(pid) for pid in process.stdout.readline().split()]
+    assert workers, "the pool started no worker"
+    process.kill()
+    process.wait()
+    deadline = time.monotonic() + 20
+    alive = workers
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.2)
+        alive = [pid for pid in workers if _running(pid)]
+    assert not alive, f"workers {alive} outlived the process that made their pool"
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie waiting for its parent to reap it counts as ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

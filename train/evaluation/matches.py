@@ -16,6 +16,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
+import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -117,9 +119,23 @@ def _policy(spec: Player, role: int, deterministic: bool) -> Policy:
     return _CACHE[key]
 
 
-def _init_worker() -> None:
+def _init_worker(parent: int) -> None:
     # Worker processes share few cores: one torch thread each avoids oversubscription.
     torch.set_num_threads(1)
+    threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
+
+
+def _exit_with(parent: int) -> None:
+    """End this worker once ``parent``, the process that made its pool, is gone.
+
+    A pool's workers are the forkserver's children, not the parent's: a parent killed outright (``kill -9`` of its
+    process alone, no cleanup) would leave them waiting for work forever."""
+    while True:
+        time.sleep(1.0)
+        try:
+            os.kill(parent, 0)
+        except ProcessLookupError:
+            os._exit(1)
 
 
 def _play_chunk(agent: Player, opponent: Player, seeds: np.ndarray, firsts: np.ndarray,
@@ -153,7 +169,7 @@ def _play_chunk(agent: Player, opponent: Player, seeds: np.ndarray, firsts: np.n
 def make_executor(workers: int) -> ProcessPoolExecutor:
     """A process pool for :func:`run_matches` (forkserver: safe with torch loaded in the parent)."""
     return ProcessPoolExecutor(max_workers=workers, mp_context=get_context("forkserver"),
-                               initializer=_init_worker)
+                               initializer=_init_worker, initargs=(os.getpid(),))
 
 
 def stop_stray_processes() -> None:
