@@ -8,7 +8,7 @@ import pytest
 from belief_testlib import check_invariants
 
 from agents.search import SearchPolicy
-from uno_env.belief import LearnedOpponent, RandomModel, RuleModel, TrajectoryBelief, make_belief
+from uno_env.belief import LearnedOpponent, NoisyRuleModel, RandomModel, RuleModel, TrajectoryBelief, make_belief
 from uno_env.belief.tracker import Decision
 from uno_env.cards import DRAW_ACTION
 from uno_env.match import play_game
@@ -63,11 +63,12 @@ class _NoisyRule:
         return action
 
 
-def _final_weights(opponent: str, games: int, n: int = 300) -> np.ndarray:
+def _final_weights(opponent: str, games: int, n: int = 300, candidates: tuple | None = None) -> np.ndarray:
     weights = []
     for seed in range(games):
-        belief = TrajectoryBelief(n, np.random.default_rng(seed), model=LearnedOpponent())
-        play_game((_Tracked(RulePolicy(), belief), make_policy(opponent)), seed, seed % 2)
+        belief = TrajectoryBelief(n, np.random.default_rng(seed), model=LearnedOpponent(candidates))
+        rival = _NoisyRule() if opponent == "noisy rule" else make_policy(opponent)
+        play_game((_Tracked(RulePolicy(), belief), rival), seed, seed % 2)
         weights.append(belief.model_weights())
     return np.array(weights)
 
@@ -76,11 +77,29 @@ def test_weights_move_toward_the_model_that_generated_the_moves():
     """Candidates (rule, random) from equal priors: against the rule player the rule model gains weight in every
     game, against the random player the uniform one does. If the likelihood of the plays were ignored the
     weights would stay at the prior."""
-    against_rule = _final_weights("rule", 4)
-    against_random = _final_weights("random", 4)
+    pair = (RuleModel(), RandomModel())
+    against_rule = _final_weights("rule", 4, candidates=pair)
+    against_random = _final_weights("random", 4, candidates=pair)
     assert np.all(against_rule[:, 0] > 0.6), against_rule
     assert np.all(against_random[:, 1] > 0.8), against_random
     assert against_rule[:, 0].mean() > 0.75 and against_random[:, 1].mean() > 0.9
+
+
+def test_a_rule_like_player_is_learned_as_the_noisy_rule_model():
+    """The default candidates (rule, noisy rule, random): a player that is the rule player at 70% of its decisions refutes the
+    rule model at its first deviation, and the noisy rule model explains its plays better than the uniform one, so
+    the noisy model ends with the most weight in every game. Against the rule player itself the two rule models share
+    the weight (both explain its plays; the plain rule model only slightly better), the uniform one loses it; against
+    the random player the rule model is refuted and the uniform one takes the weight in most games (a short game
+    of random plays can look rule-like: the noisy model then keeps some)."""
+    assert [type(model) for model in LearnedOpponent().candidates] == [RuleModel, NoisyRuleModel, RandomModel]
+    against_noisy = _final_weights("noisy rule", 4)
+    against_rule = _final_weights("rule", 4)
+    against_random = _final_weights("random", 4)
+    assert np.all(against_noisy.argmax(axis=1) == 1), against_noisy
+    assert against_noisy[:, 1].mean() > 0.8, against_noisy
+    assert np.all(against_rule[:, 2] < 0.2) and against_rule[:, 2].mean() < 0.1, against_rule
+    assert np.all(against_random[:, 0] < 0.05) and np.median(against_random[:, 2]) > 0.9, against_random
 
 
 def test_the_true_hand_is_never_impossible_in_soak_games():
@@ -111,8 +130,8 @@ def test_the_true_hand_is_never_impossible_in_soak_games():
     (lambda: LearnedOpponent(candidates=(RuleModel(),)), "uniform model"),
     (lambda: LearnedOpponent(candidates=(RuleModel(), RandomModel(), RuleModel())), "duplicate"),
     (lambda: LearnedOpponent(candidates=(RulePolicy(), RandomModel())), "not an opponent model"),
-    (lambda: LearnedOpponent(prior=(1.0,)), "prior must be 2 positive weights"),
-    (lambda: LearnedOpponent(prior=(1.0, 0.0)), "prior must be 2 positive weights"),
+    (lambda: LearnedOpponent(prior=(1.0,)), "prior must be 3 positive weights"),
+    (lambda: LearnedOpponent((RuleModel(), RandomModel()), prior=(1.0, 0.0)), "prior must be 2 positive weights"),
     (lambda: LearnedOpponent(share=1.0), "share must be a number in [0, 1)"),
     (lambda: LearnedOpponent(share=-0.1), "share must be a number in [0, 1)"),
     (lambda: make_belief("particles", rng=np.random.default_rng(0), opponent_model="learnt"),
@@ -134,7 +153,7 @@ def test_bad_opponent_model_settings_are_refused(make, message):
 def test_learned_setting_builds_the_learned_filter():
     belief = make_belief("particles", n_particles=50, rng=np.random.default_rng(0), opponent_model="learned")
     assert isinstance(belief, TrajectoryBelief) and isinstance(belief.model, LearnedOpponent)
-    assert np.allclose(belief.model_weights(), 0.5)
+    assert np.allclose(belief.model_weights(), 1 / 3)
     told = make_belief("particles", n_particles=50, rng=np.random.default_rng(0), opponent_policy=RulePolicy())
     assert told.model_weights() is None
 

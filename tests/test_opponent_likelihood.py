@@ -21,7 +21,15 @@ from belief_testlib import Replay, counts
 from uno_testlib import act, scenario
 
 from uno_env.belief import ExactBelief, RandomModel, RuleModel, TrajectoryBelief
-from uno_env.belief.models import PLAIN_MODEL, RANDOM_MODEL, RULE_MODEL, action_likelihood
+from uno_env.belief.models import (
+    NOISY_RULE_MODEL,
+    PLAIN_MODEL,
+    RANDOM_MODEL,
+    RULE_MODEL,
+    RULE_NOISE,
+    NoisyRuleModel,
+    action_likelihood,
+)
 from uno_env.belief.tracker import Decision
 from uno_env.cards import card_id, card_rank
 
@@ -41,7 +49,7 @@ def decision(top: str, colour: int, own: int, opponent: int) -> Decision:
 
 # ---------------------------------------------------------------------------------------------- each model alone
 def test_a_card_not_held_has_probability_zero_under_every_model():
-    for model in (PLAIN_MODEL, RANDOM_MODEL, RULE_MODEL):
+    for model in (PLAIN_MODEL, RANDOM_MODEL, RULE_MODEL, NOISY_RULE_MODEL):
         assert likelihood(model, ["red:5", "blue:1"], act("red:7"), "red:9", RED, 5) == 0.0
     assert likelihood(PLAIN_MODEL, ["red:5", "red:5", "blue:1"], act("red:5"), "red:9", RED, 5) == 1.0
 
@@ -66,6 +74,20 @@ def test_random_is_uniform_over_the_legal_action_ids():
 # (score 2 reds + 36, declaring red, the lowest id of the best colour) beats the skip (2 - 1 + 20). Its opponent at
 # 3 cards or more: no attack; the skip (2 - 1 + 2) beats red:5 (2 - 1), and wilds come last.
 RULE_HAND = ["red:5", "red:skip", "wild_draw4", "blue:1"]
+
+
+def test_noisy_rule_is_rule_with_a_share_of_uniform_choices():
+    # On red:9 the hand has 7 legal ids (red:5, red:7, blue:9, the wild's four colours); rule plays one of them.
+    hand = ["red:5", "red:7", "blue:9", "green:2", "wild"]
+    legal = [act("red:5"), act("red:7"), act("blue:9")] + [act("wild", c) for c in ("red", "green", "blue", "yellow")]
+    chosen = [a for a in legal if likelihood(RULE_MODEL, hand, a, "red:9", RED, 5) == 1.0]
+    assert len(chosen) == 1
+    noisy = {a: likelihood(NOISY_RULE_MODEL, hand, a, "red:9", RED, 5) for a in legal}
+    assert noisy[chosen[0]] == pytest.approx(1 - RULE_NOISE + RULE_NOISE / 7)
+    assert all(noisy[a] == pytest.approx(RULE_NOISE / 7) for a in legal if a != chosen[0])
+    assert sum(noisy.values()) == pytest.approx(1.0)
+    row = NoisyRuleModel().likelihood(np.array([counts(hand)]), chosen[0], decision("red:9", RED, 5, 5))
+    assert row[0] == pytest.approx(noisy[chosen[0]])
 
 
 @pytest.mark.parametrize(("opponent", "chosen"), [(1, act("wild_draw4", "red")), (2, act("wild_draw4", "red")),

@@ -41,7 +41,7 @@ from uno_env.belief.filters import (
     counting_features_into,
 )
 from uno_env.belief.learned import LearnedOpponent
-from uno_env.belief.models import OpponentModel, RandomModel, RuleModel, opponent_model
+from uno_env.belief.models import NoisyRuleModel, OpponentModel, RandomModel, RuleModel, opponent_model
 from uno_env.belief.trajectory import TrajectoryBelief
 
 #: The belief settings, the one definition: what a seat's observer tracks about the opponent's hand.
@@ -54,8 +54,8 @@ OPPONENT_MODELS: tuple[OpponentModelSetting, ...] = get_args(OpponentModelSettin
 
 __all__ = [
     "BELIEF_FEATURES", "BELIEF_KINDS", "FEATURE_NAMES", "OPPONENT_MODELS", "Belief", "BeliefKind", "CountingBelief",
-    "ExactBelief", "LearnedOpponent", "NoBelief", "OpponentModel", "OpponentModelSetting", "ParticleBelief",
-    "RandomModel", "RuleModel", "TrajectoryBelief", "belief_features", "check_opponent_model",
+    "ExactBelief", "LearnedOpponent", "NoBelief", "NoisyRuleModel", "OpponentModel", "OpponentModelSetting",
+    "ParticleBelief", "RandomModel", "RuleModel", "TrajectoryBelief", "belief_features", "check_opponent_model",
     "counting_features_into", "make_belief", "opponent_model",
 ]
 

@@ -2,8 +2,9 @@
 
 The policy-aware filter (:mod:`uno_env.belief.trajectory`) weighs each hypothesis by ``pi_2(action | hand)``,
 which it must be told. :class:`LearnedOpponent` is told nothing about the opponent: it names *candidate* models
-(:mod:`uno_env.belief.models`: the built-in ``rule`` player and the uniform ``random`` one by default) and
-prior weights, and the filter learns which candidate the opponent plays like while it tracks the hand:
+(:mod:`uno_env.belief.models`; by default the built-in ``rule`` player, ``rule`` with a quarter of uniform choices
+and the uniform ``random`` player) and prior weights, and the filter learns which candidate the opponent plays
+like while it tracks the hand:
 
 * at an opponent play ``a`` the filter weighs a hypothesis (hand ``H``) by the prior mixture
   ``pi_mix(a | H) = sum_k prior_k pi_k(a | H)`` (logged with the play, so the resample-move moves target one
@@ -32,7 +33,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from uno_env.belief.models import PLAIN_MODEL, RANDOM_MODEL, OpponentModel, RandomModel, RuleModel
+from uno_env.belief.models import PLAIN_MODEL, RANDOM_MODEL, NoisyRuleModel, OpponentModel, RandomModel, RuleModel
 
 #: The likelihood code of the filter for a learned mixture (not a code of ``models.action_likelihood``).
 LEARNED_MODEL = -1
@@ -43,7 +44,8 @@ class LearnedOpponent:
 
     Args:
         candidates: the candidate models (``code`` and ``likelihood``, :mod:`uno_env.belief.models`); one of them
-            must be the uniform ``random`` model. Default: ``rule`` and ``random``.
+            must be the uniform ``random`` model. Default: ``rule``, the noisy rule model (:class:`NoisyRuleModel`:
+            a player that is rule-like but not ``rule`` refutes ``rule`` at its first deviation) and ``random``.
         prior: prior weights of the candidates (positive, normalized here); default equal.
         share: the fixed share spread evenly after each update, in ``[0, 1)``.
 
@@ -57,7 +59,7 @@ class LearnedOpponent:
 
     def __init__(self, candidates: Sequence[OpponentModel] | None = None, prior: Sequence[float] | None = None,
                  share: float = 0.01) -> None:
-        candidates = (RuleModel(), RandomModel()) if candidates is None else tuple(candidates)
+        candidates = (RuleModel(), NoisyRuleModel(), RandomModel()) if candidates is None else tuple(candidates)
         if not candidates:
             raise ValueError("a learned opponent model needs at least one candidate model")
         for candidate in candidates:

@@ -29,8 +29,12 @@ from uno_env.belief.tracker import Decision
 from uno_env.cards import NUM_COLOURS, PLAYABLE, action_card, card_actions, card_rank
 from uno_env.core import rule_action
 
-#: Likelihood codes of :func:`action_likelihood`: the plain one (the hand held the card), ``random``, ``rule``.
-PLAIN_MODEL, RANDOM_MODEL, RULE_MODEL = 0, 1, 2
+#: Likelihood codes of :func:`action_likelihood`: the plain one (the hand held the card), ``random``, ``rule``, and
+#: ``rule`` with a share :data:`RULE_NOISE` of uniform choices.
+PLAIN_MODEL, RANDOM_MODEL, RULE_MODEL, NOISY_RULE_MODEL = 0, 1, 2, 3
+#: The share of uniformly random plays in :data:`NOISY_RULE_MODEL`: a player that mostly chooses as ``rule`` does but
+#: not always (another colour preference, another tier order) is not refuted by its first deviation.
+RULE_NOISE = 0.25
 
 _RANKS = 15
 
@@ -58,8 +62,9 @@ def action_likelihood(model: int, hand: np.ndarray, action: int, colour: int, to
 
     0 if the hand does not hold the card; else 1 for :data:`PLAIN_MODEL`, ``1 / (legal action ids)`` for
     :data:`RANDOM_MODEL`, and for :data:`RULE_MODEL` 1 if :func:`uno_env.core.rule_action` holding that hand
-    (its opponent holding ``opponent_hand_size`` cards) picks ``action``, else 0. ``legal`` is a scratch
-    array of at least 60 ints.
+    (its opponent holding ``opponent_hand_size`` cards) picks ``action``, else 0; :data:`NOISY_RULE_MODEL` mixes
+    the last two, ``(1 - e) [rule picks action] + e / (legal action ids)`` with ``e =`` :data:`RULE_NOISE`.
+    ``legal`` is a scratch array of at least 60 ints.
     """
     if hand[_ACTION_CARD[action]] < 1:
         return 0.0
@@ -71,9 +76,13 @@ def action_likelihood(model: int, hand: np.ndarray, action: int, colour: int, to
         if hand[_ACTION_CARD[candidate]] > 0:
             legal[n] = candidate
             n += 1
+    uniform = 1.0 / n
     if model == RANDOM_MODEL:
-        return 1.0 / n
-    return 1.0 if rule_action(hand, opponent_hand_size, legal, n) == action else 0.0
+        return uniform
+    rule = 1.0 if rule_action(hand, opponent_hand_size, legal, n) == action else 0.0
+    if model == RULE_MODEL:
+        return rule
+    return (1.0 - RULE_NOISE) * rule + RULE_NOISE * uniform
 
 
 @njit(cache=True)
@@ -119,6 +128,14 @@ class RuleModel(_CompiledModel):
     :func:`uno_env.core.rule_action` picks holding that hand and 0 otherwise."""
 
     code = RULE_MODEL
+
+
+class NoisyRuleModel(_CompiledModel):
+    """``rule`` most of the time: ``pi_2 = (1 - e) [rule_action picks it] + e / (legal action ids)``,
+    ``e =`` :data:`RULE_NOISE`. No built-in player plays it; it is a candidate of the learned opponent model
+    (:mod:`uno_env.belief.learned`) for players that are rule-like but not ``rule`` itself."""
+
+    code = NOISY_RULE_MODEL
 
 
 def opponent_model(policy: Any) -> OpponentModel | None:

@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit
 
 from uno_env.belief.learned import LEARNED_MODEL
-from uno_env.belief.models import RANDOM_MODEL, action_likelihood
+from uno_env.belief.models import PLAIN_MODEL, RULE_MODEL, action_likelihood
 from uno_env.belief.sampling import ess, systematic_sources
 from uno_env.cards import NUM_CARD_TYPES, NUM_COLOURS, PLAYABLE
 from uno_env.core import below, uniform
@@ -288,7 +288,7 @@ def _changed_factors(log: np.ndarray, start: int, stop: int, slots: np.ndarray, 
             after = _play_likelihood(lik, log, e, new, legal)
             if after == 0.0:
                 return 0.0
-            if lik.code in (RANDOM_MODEL, LEARNED_MODEL):  # the others give 1 to every hand that explains the play
+            if lik.code not in (PLAIN_MODEL, RULE_MODEL):  # those give 1 to every hand that explains the play
                 ratio *= after / _play_likelihood(lik, log, e, old, legal)
             card = log[e, CARD]
             old[card] -= 1
