@@ -15,6 +15,7 @@ from uno_testlib import deck_names, scenario
 
 from uno_env.belief import (
     ExactBelief,
+    NoisyRuleModel,
     ParticleBelief,
     RandomModel,
     RuleModel,
@@ -132,7 +133,8 @@ def test_trajectory_filter_agrees_with_exact_enumeration(model, policy, seeds):
 
 
 @pytest.mark.parametrize(("model", "policy", "seed"), [(m, p, seed) for m, p in ((RuleModel, RulePolicy),
-                                                                                 (RandomModel, RandomPolicy))
+                                                                                 (RandomModel, RandomPolicy),
+                                                                                 (NoisyRuleModel, RulePolicy))
                                                        for seed in (7, 16, 29)])
 def test_moves_alone_reach_the_exact_posterior(model, policy, seed):
     """The rejuvenation moves leave the exact posterior invariant (and mix): all N particles are set to one
