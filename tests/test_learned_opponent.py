@@ -88,10 +88,10 @@ def test_weights_move_toward_the_model_that_generated_the_moves():
 def test_a_rule_like_player_is_learned_as_the_noisy_rule_model():
     """The default candidates (rule, noisy rule, random): a player that is the rule player at 70% of its decisions
     refutes the rule model at its first deviation, and the noisy rule model explains its plays better than the
-    uniform one, so the noisy model ends with the most weight in every game. Against the rule player itself the two rule models share
-    the weight (both explain its plays; the plain rule model only slightly better), the uniform one loses it; against
-    the random player the rule model is refuted and the uniform one takes the weight in most games (a short game
-    of random plays can look rule-like: the noisy model then keeps some)."""
+    uniform one, so the noisy model ends with the most weight in every game. Against the rule player itself the two
+    rule models share the weight (both explain its plays; the plain rule model only slightly better) and the uniform
+    one loses it; against the random player the rule model is refuted and the uniform one takes the weight in most
+    games (a short game of random plays can look rule-like: the noisy model then keeps some)."""
     assert [type(model) for model in LearnedOpponent().candidates] == [RuleModel, NoisyRuleModel, RandomModel]
     against_noisy = _final_weights("noisy rule", 4)
     against_rule = _final_weights("rule", 4)
