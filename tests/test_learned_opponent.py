@@ -3,6 +3,8 @@ opponent, the true hand is never impossible under it, and bad settings are refus
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 from belief_testlib import check_invariants
@@ -13,7 +15,6 @@ from uno_env.belief.tracker import Decision
 from uno_env.cards import DRAW_ACTION
 from uno_env.match import play_game
 from uno_env.opponents import RandomPolicy, RulePolicy
-from uno_env.policy import make_policy
 from uno_env.view import PublicView
 
 
@@ -63,12 +64,12 @@ class _NoisyRule:
         return action
 
 
-def _final_weights(opponent: str, games: int, n: int = 300, candidates: tuple | None = None) -> np.ndarray:
+def _final_weights(opponent: Callable[[], object], games: int, n: int = 300,
+                   candidates: tuple | None = None) -> np.ndarray:
     weights = []
     for seed in range(games):
         belief = TrajectoryBelief(n, np.random.default_rng(seed), model=LearnedOpponent(candidates))
-        rival = _NoisyRule() if opponent == "noisy rule" else make_policy(opponent)
-        play_game((_Tracked(RulePolicy(), belief), rival), seed, seed % 2)
+        play_game((_Tracked(RulePolicy(), belief), opponent()), seed, seed % 2)
         weights.append(belief.model_weights())
     return np.array(weights)
 
@@ -78,8 +79,8 @@ def test_weights_move_toward_the_model_that_generated_the_moves():
     game, against the random player the uniform one does. If the likelihood of the plays were ignored the
     weights would stay at the prior."""
     pair = (RuleModel(), RandomModel())
-    against_rule = _final_weights("rule", 4, candidates=pair)
-    against_random = _final_weights("random", 4, candidates=pair)
+    against_rule = _final_weights(RulePolicy, 4, candidates=pair)
+    against_random = _final_weights(RandomPolicy, 4, candidates=pair)
     assert np.all(against_rule[:, 0] > 0.6), against_rule
     assert np.all(against_random[:, 1] > 0.8), against_random
     assert against_rule[:, 0].mean() > 0.75 and against_random[:, 1].mean() > 0.9
@@ -93,9 +94,9 @@ def test_a_rule_like_player_is_learned_as_the_noisy_rule_model():
     one loses it; against the random player the rule model is refuted and the uniform one takes the weight in most
     games (a short game of random plays can look rule-like: the noisy model then keeps some)."""
     assert [type(model) for model in LearnedOpponent().candidates] == [RuleModel, NoisyRuleModel, RandomModel]
-    against_noisy = _final_weights("noisy rule", 4)
-    against_rule = _final_weights("rule", 4)
-    against_random = _final_weights("random", 4)
+    against_noisy = _final_weights(_NoisyRule, 4)
+    against_rule = _final_weights(RulePolicy, 4)
+    against_random = _final_weights(RandomPolicy, 4)
     assert np.all(against_noisy.argmax(axis=1) == 1), against_noisy
     assert against_noisy[:, 1].mean() > 0.8, against_noisy
     assert np.all(against_rule[:, 2] < 0.2) and against_rule[:, 2].mean() < 0.1, against_rule
