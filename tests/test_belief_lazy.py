@@ -29,6 +29,16 @@ def distinct_rows(cnt: list[int], w: list[float]) -> HandStates:
                       np.array(cnt, np.int64), np.array(w, float))
 
 
+def test_counts_out_of_range_are_refused():
+    """The rows store narrow counts: a count no hand can hold is refused, not wrapped around."""
+    dom = np.zeros(NUM_CARD_TYPES, np.intp)
+    none, five = np.zeros((1, NUM_CARD_TYPES)), np.full((1, NUM_CARD_TYPES), 5)
+    for R, K in ((five, np.zeros((1, 1))), (none, np.array([[109]])), (none, np.array([[-1]]))):
+        with pytest.raises(ValueError, match="counts out of range"):
+            HandStates(R, K, dom, np.array([1]), np.ones(1))
+    assert HandStates(np.zeros((1, NUM_CARD_TYPES)), np.array([[108]]), dom, np.array([1]), np.ones(1)).K[0, 0] == 108
+
+
 def test_ess_formula():
     """ESS = (sum of particle weights)^2 / sum of squared particle weights: rows of (2 particles at 0.1,
     1 at 0.4) give 0.6^2 / (2 * 0.01 + 0.16) = 2; equal weights give the particle count."""

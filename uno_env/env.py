@@ -120,11 +120,11 @@ class UnoEnv(gym.Env):
         self._agent_seat = Seat(AGENT, belief=belief, n_particles=n_particles, dict_obs=dict_obs)
         self._opponent_seat = Seat(OPPONENT, self.opponent, n_particles=n_particles)
         # The compiled path (uno_env.single) plays the same games at about half the cost; it takes an opponent with a
-        # compiled twin (random, rule), an agent without belief features (the tracker reads views) and no privileged
-        # channels (which read the Game). Otherwise the game is stepped in Python (uno_env.python_game). Both have the
-        # same methods, so the env's step, observation and mask are written once over either.
-        twin = self._opponent_seat.compiled_twin() if belief == "none" and not privileged else None
-        self._twin = None if twin is None else CompiledGame(*twin)
+        # compiled twin (random, rule) and no privileged channels (which read the Game); the agent's belief tracker
+        # reads the views it builds from its state. Otherwise the game is stepped in Python (uno_env.python_game).
+        # Both have the same methods, so the env's step, observation and mask are written once over either.
+        twin = self._opponent_seat.compiled_twin() if not privileged else None
+        self._twin = None if twin is None else CompiledGame(*twin, observer=self._agent_seat.observer)
         self._table: CompiledGame | PythonGame = (
             self._twin if self._twin is not None else PythonGame(self._agent_seat, self._opponent_seat))
 

@@ -256,10 +256,15 @@ class SeatObserver:
     def observe(self, game: Game, seat: int) -> PublicView:
         """The seat's next view, with this observer's encoder attached and the belief updated."""
         view = game.observe(seat)
-        if self.tracker is not None:
-            self.tracker.update(view)
+        self.update(view)
         view.encoder = self.encode
         return view
+
+    def update(self, view: PublicView) -> None:
+        """Feed the belief tracker the seat's next view (:meth:`observe` does; the single env's compiled path, which
+        has no :class:`~uno_env.game.Game` to observe, builds the view from its kernel state and calls this)."""
+        if self.tracker is not None:
+            self.tracker.update(view)
 
     def encode(self, view: PublicView) -> np.ndarray | dict[str, np.ndarray]:
         """Encode a view (flat vector or dict of channels, as configured)."""

@@ -1,14 +1,14 @@
 """The single env's games stepped in Python: :class:`PythonGame`, with :class:`~uno_env.single.CompiledGame`'s methods.
 
 :class:`~uno_env.env.UnoEnv` plays each game through one of the two: the compiled one when the opponent has a compiled
-twin, the agent has no belief features and the observation is not privileged; this one otherwise (any policy, belief
-trackers, privileged channels). Both take a dealt :class:`~uno_env.game.Game` (``start``), apply the agent's legal
-action and the opponent's moves until the agent is to move or the game is over (``play``), end the game on an illegal
-action (``forfeit``), and then hold the agent's base observation (``obs``), its public events since its previous
-decision (``events``) and the outcome from its seat (``outcome``: ``None`` while the game runs, else
-:data:`~uno_env.view.WIN`, :data:`~uno_env.view.LOSS` or :data:`~uno_env.view.DRAWN`), and give its mask, its
-RULES.md ``info``, its :class:`~uno_env.view.PublicView` and the position as a ``Game``. So the env's ``step``,
-observation and mask are written once, over either (docs/DECISIONS.md, "UnoEnv: one step path").
+twin and the observation is not privileged; this one otherwise (any other policy, privileged channels). Both take a
+dealt :class:`~uno_env.game.Game` (``start``), apply the agent's legal action and the opponent's moves until the agent
+is to move or the game is over (``play``), end the game on an illegal action (``forfeit``), and then hold the agent's
+base observation (``obs``), its public events since its previous decision (``events``) and the outcome from its seat
+(``outcome``: ``None`` while the game runs, else :data:`~uno_env.view.WIN`, :data:`~uno_env.view.LOSS` or
+:data:`~uno_env.view.DRAWN`), and give its mask, its RULES.md ``info``, its :class:`~uno_env.view.PublicView` and the
+position as a ``Game``. So the env's ``step``, observation and mask are written once, over either (docs/DECISIONS.md,
+"UnoEnv: one step path").
 """
 
 from __future__ import annotations

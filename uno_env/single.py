@@ -1,8 +1,8 @@
 """The single env's compiled path: the agent's action, the opponent's moves and the encoding in one numba call.
 
 :class:`~uno_env.env.UnoEnv` uses a :class:`CompiledGame` when its opponent is a built-in policy with a compiled twin
-(``random`` or ``rule``: :meth:`uno_env.seat.Seat.compiled_twin`), the agent has no belief features and the
-observation is not privileged; otherwise it steps :class:`~uno_env.game.Game` in Python. Both play the same games:
+(``random`` or ``rule``: :meth:`uno_env.seat.Seat.compiled_twin`) and the observation is not privileged; otherwise it
+steps :class:`~uno_env.game.Game` in Python. Both play the same games:
 
 * the deal, the policies' seeds and the first player still come from :func:`uno_env.seat.start_game` (a
   :class:`~uno_env.game.Game`, which is then packed into :mod:`uno_env.core`'s state vector);
@@ -16,7 +16,10 @@ observation is not privileged; otherwise it steps :class:`~uno_env.game.Game` in
   32-bit draws by Lemire's method, so the driver takes 32-bit draws of that generator
   (:meth:`uno_env.opponents.RandomPolicy.words`) and applies the same method (:func:`uno_env.core.generator_below`);
   it returns for more when they run low. The other compiled players are :func:`uno_env.core.choose` (``rule``: its
-  :func:`uno_env.core.rule_action`, which ``RulePolicy`` calls too).
+  :func:`uno_env.core.rule_action`, which ``RulePolicy`` calls too);
+* the agent's belief tracker (``belief="counting"`` or ``"particles"``) is fed the agent's view after every call, as
+  the Python path's observer feeds it: :meth:`CompiledGame.view` reads the view off the kernel state and log, the
+  same view :meth:`Game.observe <uno_env.game.Game.observe>` gives, so the tracker learns the same and draws the same.
 
 tests/test_single.py plays both paths side by side and checks every observation, mask, reward and ``info``.
 Why: through :class:`~uno_env.game.Game` an env step built public views for both seats, converted Python lists to
@@ -36,7 +39,7 @@ from numba import njit, types
 from uno_env import core
 from uno_env.cards import CARD_NAMES, DECK_SIZE, NUM_ACTIONS, NUM_CARD_TYPES
 from uno_env.game import Game
-from uno_env.observation import BASE_SIZE, LEGAL_CHANNEL, encode_seat_into
+from uno_env.observation import BASE_SIZE, LEGAL_CHANNEL, SeatObserver, encode_seat_into
 from uno_env.view import AGENT, DRAW, OPPONENT, PLAY, RESHUFFLE, Event, PublicView, public_info
 
 # The single env's ctl: the driver's control vector (uno_env.core.play_turn), then what the kernel reports for the
@@ -58,6 +61,7 @@ _AGENT_REWARD = tuple(core.OUTCOME_REWARD[AGENT].tolist())
 _EVENTS, _ACTION, _DONE, _RUNNING = core.EVENTS, core.ACTION, core.DONE, core.RUNNING
 _KIND, _SEAT, _VALUE, _LOG_COLOUR, _DRAWN_CARDS = core.KIND, core.SEAT, core.VALUE, core.LOG_COLOUR, core.DRAWN_CARDS
 _LOGGED_PLAY, _LOGGED_DRAW = core.LOGGED_PLAY, core.LOGGED_DRAW
+_HAND, _COUNTS = core.HANDS + NUM_CARD_TYPES * AGENT, core.COUNTS  # the agent's hand and the discard pile's counts
 
 
 @njit(cache=True)
@@ -114,10 +118,14 @@ class CompiledGame:
     Args:
         opponent: the opponent's built-in policy code (:meth:`uno_env.seat.Seat.compiled_twin`).
         words: the random opponent's word source (:meth:`uno_env.opponents.RandomPolicy.words`), else ``None``.
+        observer: the agent's observer, whose belief tracker (if any) is fed the agent's view after every call.
     """
 
-    def __init__(self, opponent: int, words: Callable[[int], np.ndarray] | None = None) -> None:
+    def __init__(self, opponent: int, words: Callable[[int], np.ndarray] | None = None,
+                 observer: SeatObserver | None = None) -> None:
         self.opponent = opponent
+        # Only an observer with a belief tracker needs the views (``SeatObserver.start`` makes the tracker).
+        self._observer = observer if observer is not None and observer.belief_kind != "none" else None
         self._words_source = words
         self.state = np.zeros(core.STATE_SIZE, dtype=np.int64)
         self.ctl = np.zeros(_REPORT_SIZE, dtype=np.int64)
@@ -172,6 +180,8 @@ class CompiledGame:
         # they are also uno_env.view's WIN, LOSS and DRAWN.
         self.outcome = None if report[_OUTCOME] == _RUNNING else report[_OUTCOME]
         self.reward = _AGENT_REWARD[report[_OUTCOME] - _RUNNING]
+        if self._observer is not None:  # every view of the agent, as the Python path's observer sees it
+            self._observer.update(self.view())
 
     def forfeit(self) -> None:
         """The agent loses at once (an illegal action under ``illegal_action="lose"``), as :meth:`Game.forfeit`."""
@@ -201,10 +211,16 @@ class CompiledGame:
         return game
 
     def view(self) -> PublicView:
-        """The agent's :class:`~uno_env.view.PublicView` now, with this step's events (for pictures)."""
-        view = self.to_game().observe(AGENT, consume_events=False)
-        view.events = list(self.events)
-        return view
+        """The agent's :class:`~uno_env.view.PublicView` now, with this step's events (its belief tracker's input, and
+        pictures'): the view :meth:`Game.observe <uno_env.game.Game.observe>` gives on the Python path, read off
+        the kernel state."""
+        state, report = self.state, self._report
+        return PublicView(hand=state[_HAND:_HAND + NUM_CARD_TYPES].tolist(), hand_size=report[_HAND_SIZE],
+                          opponent_hand_size=report[_OPPONENT_SIZE], deck_size=report[_DECK],
+                          discard=state[_COUNTS:_COUNTS + NUM_CARD_TYPES].tolist(), discard_size=report[_DISCARD],
+                          top=report[_TOP], active_colour=report[_COLOUR], pending_draw=report[_PENDING],
+                          to_move=bool(self.legal_actions), legal_actions=list(self.legal_actions),
+                          events=list(self.events), outcome=self.outcome)
 
 
 def _event(row: list[int]) -> Event:

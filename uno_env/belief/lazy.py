@@ -25,13 +25,13 @@ sampling every card up front:
 
 Domains whose lazy count is zero in every row are merged, so the split stays coarse.
 
-**Storage.** The rows live in preallocated arrays of a fixed capacity (the most particles the state will
-hold: a split never makes more rows than particles): ``rows`` (capacity x 109 int64) holds ``R`` in its
-first 54 columns and ``K`` in the next ``D``; ``cnt``, ``w`` per row; ``meta = [S, D]`` the live row and
-domain counts. Every update and every answer is one ``numba`` kernel over these arrays (one call from
-Python): an env step with ``N = 1000`` spends tens of microseconds here instead of the milliseconds of the
-numpy version it replaced, which was dominated by the cost of many small array operations
-(docs/BENCHMARKS.md, "The lazy filter compiled").
+**Storage.** The rows live in preallocated arrays of a fixed capacity (the most particles the state will hold: a split
+never makes more rows than particles): ``rows`` (capacity x 109 int8: no count exceeds the 108 cards of the deck, and
+every kernel walks the rows, so narrow counts are less memory to read; the kernels compute in int64) holds ``R`` in its
+first 54 columns and ``K`` in the next ``D``; ``cnt``, ``w`` per row; ``meta = [S, D]`` the live row and domain counts.
+Every update and every answer is one ``numba`` kernel over these arrays (one call from Python): an env step with
+``N = 1000`` spends tens of microseconds here instead of the milliseconds of the numpy version it replaced, which was
+dominated by the cost of many small array operations (docs/BENCHMARKS.md, "The lazy filter compiled").
 
 **Where the kernels live.** This module holds :class:`HandStates`, the public face; the kernels are split by
 what they do: the row algebra (storage, reweight, split, merge, resample: :mod:`uno_env.belief.lazy_rows`), the
@@ -53,14 +53,15 @@ from __future__ import annotations
 import numpy as np
 
 from uno_env.belief import lazy_answers, lazy_rows, lazy_updates, sampling
-from uno_env.belief.lazy_rows import DOMAIN_CAP, ROW_WIDTH
+from uno_env.belief.lazy_rows import DOMAIN_CAP, MAX_COPIES, ROW_WIDTH
 from uno_env.belief.sampling import seeded_stream
-from uno_env.cards import NUM_CARD_TYPES
+from uno_env.cards import DECK_SIZE, NUM_CARD_TYPES
 from uno_env.core import uniform
 
 __all__ = ["DOMAIN_CAP", "ROW_WIDTH", "Depleted", "HandStates", "seeded_stream"]
 
 _T = NUM_CARD_TYPES
+_COUNT = np.int8  # the rows' counts (module docstring)
 
 
 class Depleted(Exception):
@@ -94,7 +95,10 @@ class HandStates:
         capacity = max(int(np.sum(cnt)), S, 1) if capacity is None else capacity
         if D > DOMAIN_CAP or capacity < max(int(np.sum(cnt)), S):
             raise ValueError(f"{D} domains or capacity {capacity} out of range for {S} rows of {np.sum(cnt)} particles")
-        self.rows = np.zeros((capacity, ROW_WIDTH), np.int64)
+        if np.max(R, initial=0) > MAX_COPIES or np.max(K, initial=0) > DECK_SIZE or np.min(R, initial=0) < 0 \
+                or np.min(K, initial=0) < 0:
+            raise ValueError(f"counts out of range: R must be 0..{MAX_COPIES} and K 0..{DECK_SIZE} cards")
+        self.rows = np.zeros((capacity, ROW_WIDTH), _COUNT)
         self.rows[:S, :_T] = R
         self.rows[:S, _T:_T + D] = K
         self.cnt_buf = np.zeros(capacity, np.int64)
@@ -156,7 +160,7 @@ class HandStates:
         """Grow the buffers to ``capacity`` rows, keeping the live ones (a resampling to more particles)."""
         S = self.size
         rows, cnt, w = self.rows, self.cnt_buf, self.w_buf
-        self.rows = np.zeros((capacity, ROW_WIDTH), np.int64)
+        self.rows = np.zeros((capacity, ROW_WIDTH), _COUNT)
         self.cnt_buf, self.w_buf = np.zeros(capacity, np.int64), np.zeros(capacity)
         self.rows[:S], self.cnt_buf[:S], self.w_buf[:S] = rows[:S], cnt[:S], w[:S]
         self._args = (self.rows, self.cnt_buf, self.w_buf, self.meta, self.dom)

@@ -1,10 +1,10 @@
 """The row algebra of the lazy hand hypotheses (:mod:`uno_env.belief.lazy`): storage, reweighting, splitting,
 the domain split kept canonical, merging, resampling, and drawing a row's lazy cards.
 
-A state is five arrays that every kernel takes first: ``rows`` (capacity x :data:`ROW_WIDTH` int64: ``R`` in
-the first 54 columns, ``K`` in the next ``D``), ``cnt`` and ``w`` per row, ``meta = [S, D]`` (live rows and
-domains) and ``dom`` (the domain of each card type). Live rows are the first ``S``; the kernels move rows in
-place, so a state never allocates per particle. The updates (:mod:`uno_env.belief.lazy_updates`) and answers
+A state is five arrays that every kernel takes first: ``rows`` (capacity x :data:`ROW_WIDTH` int8: ``R`` in the first 54
+columns, ``K`` in the next ``D``; no count exceeds the 108 cards of the deck), ``cnt`` and ``w`` per row, ``meta = [S,
+D]`` (live rows and domains) and ``dom`` (the domain of each card type). Live rows are the first ``S``; the kernels move
+rows in place, so a state never allocates per particle. The updates (:mod:`uno_env.belief.lazy_updates`) and answers
 (:mod:`uno_env.belief.lazy_answers`) are written with these operations.
 """
 
