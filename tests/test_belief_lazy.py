@@ -13,10 +13,11 @@ from scipy import stats
 from uno_env.belief import (
     ParticleBelief,
 )
+from uno_env.belief.combinatorics import FALLING
 from uno_env.belief.lazy import ROW_WIDTH, Depleted, HandStates, seeded_stream
 from uno_env.belief.lazy_rows import split
 from uno_env.belief.sampling import PER_PARTICLE_BELOW, next_binomial
-from uno_env.cards import NUM_CARD_TYPES
+from uno_env.cards import DECK_SIZE, NUM_CARD_TYPES
 from uno_env.game import Game
 from uno_env.opponents import RandomPolicy
 
@@ -37,6 +38,14 @@ def test_counts_out_of_range_are_refused():
         with pytest.raises(ValueError, match="counts out of range"):
             HandStates(R, K, dom, np.array([1]), np.ones(1))
     assert HandStates(np.zeros((1, NUM_CARD_TYPES)), np.array([[108]]), dom, np.array([1]), np.ones(1)).K[0, 0] == 108
+
+
+def test_falling_factorials_are_the_permutation_counts():
+    """FALLING[m, k] = m! / (m - k)!, exact while it fits float64's integers, 0 when k > m (no such subset)."""
+    for m in range(DECK_SIZE + 1):
+        for k in range(DECK_SIZE + 1):
+            exact = math.perm(m, k)
+            assert FALLING[m, k] == (exact if exact < 2**53 else pytest.approx(exact, rel=1e-12)), (m, k)
 
 
 def test_ess_formula():

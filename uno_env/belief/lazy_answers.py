@@ -12,7 +12,7 @@ import math
 import numpy as np
 from numba import njit
 
-from uno_env.belief.combinatorics import hyper, log_comb
+from uno_env.belief.combinatorics import FALLING, hyper, log_comb
 from uno_env.belief.lazy_rows import MAX_COPIES, deal, domain_pools, layout, lazy_copies
 from uno_env.belief.sampling import next_weighted, total_mass
 from uno_env.cards import DECK_SIZE, NUM_CARD_TYPES
@@ -68,10 +68,7 @@ def features(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray,
             share = k / m[j] if m[j] > 0 else 0.0
             keep[j] = 1.0 - share
             coef[j] += p * share
-            f = 1.0
-            for i in range(k):
-                f *= m[j] - i
-            falling[j] = f
+            falling[j] = FALLING[m[j], k]
         for i in range(n_res):
             t = resolved[i]
             expected[t] += p * rows[s, t] * keep[dom[t]]
@@ -85,10 +82,7 @@ def features(rows: np.ndarray, cnt: np.ndarray, w: np.ndarray, meta: np.ndarray,
             for j in range(D):
                 a, k = pool_in[i, j], rows[s, _T + j]
                 if a > 0 and k > 0:
-                    f = 1.0
-                    for c in range(k):
-                        f *= m[j] - a - c
-                    numer *= f
+                    numer *= FALLING[m[j] - a, k]
                     denom *= falling[j]
             if denom > 0.0:  # 0: a domain with more lazy cards than copies, an impossible row
                 none[i] += p * (numer / denom)
