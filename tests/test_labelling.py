@@ -233,7 +233,8 @@ def test_sigterm_while_labelling_stops_the_same_way(tmp_path: Path):
     run = tmp_path / "run"
     process = labelling_run(config, run)
     os.kill(process.pid, signal.SIGTERM)  # the main process alone, as a job scheduler does
-    assert process.wait(timeout=10) == 130
+    # A bound, not a speed claim: in the full suite beside a Ray cluster on the other core, 10 s was once too short.
+    assert process.wait(timeout=60) == 130
     assert "--resume" in process.stderr.read() and group_gone(process.pid)
 
 

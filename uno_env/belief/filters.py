@@ -209,7 +209,7 @@ class CountingBelief(_StatesBelief):
         """Recompute from the view (the belief depends only on the current public state)."""
         self.hand = np.asarray(view.hand, dtype=np.int64)
         self.discard = np.asarray(view.discard, dtype=np.int64)
-        self.pool = pool_of(view)
+        self.pool = pool_of(self.hand, self.discard)
         self.top, self.colour = view.top, view.active_colour
         self.hand_size = view.opponent_hand_size
         self._features = None

@@ -28,9 +28,10 @@ from uno_env.view import DRAW, PLAY, RESHUFFLE, Event, PublicView
 _COPIES = np.array(COPIES, dtype=np.int64)
 
 
-def pool_of(view: PublicView) -> np.ndarray:
-    """The unseen cards of a view (deck and opponent hand together), 54 counts."""
-    return _COPIES - np.asarray(view.hand, dtype=np.int64) - np.asarray(view.discard, dtype=np.int64)
+def pool_of(hand: np.ndarray, discard: np.ndarray) -> np.ndarray:
+    """The unseen cards (deck and opponent hand together) of a seat holding ``hand`` over the ``discard`` pile, 54
+    counts each."""
+    return _COPIES - hand - discard
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +71,7 @@ class PublicTracker:
         self.my_hand = np.asarray(view.hand, dtype=np.int64).copy()
         self.my_size = int(self.my_hand.sum())  # kept as an int: summing the array at every decision cost more
         self.discard = np.asarray(view.discard, dtype=np.int64).copy()
-        self.pool = _COPIES - self.my_hand - self.discard
+        self.pool = pool_of(self.my_hand, self.discard)
         self.top, self.colour, self.pending = view.top, view.active_colour, view.pending_draw
         self.opp_size, self.deck_size = view.opponent_hand_size, view.deck_size
 
