@@ -78,18 +78,16 @@ def test_compiled_path_plays_the_python_paths_games(opponent: str) -> None:
 
 @pytest.mark.parametrize("opponent", ["random", "rule"])
 @pytest.mark.parametrize("belief", ["counting", "particles"])
-def test_compiled_path_feeds_the_belief_tracker_the_python_paths_views(opponent: str, belief: str) -> None:
-    """With belief features the compiled path builds the agent's views from its kernel state for the tracker: the
-    observations (features included, bit for bit) are the Python path's, so the views and the particles' draws are."""
+def test_compiled_path_gives_the_python_paths_belief_features(opponent: str, belief: str) -> None:
+    """With belief features the observations (features included, bit for bit) are the Python path's: counting's read
+    off the kernel state, the particle filter's from the views the compiled path builds for its tracker (so the views
+    and the particles' draws are the same)."""
     compiled, python = envs(opponent, belief=belief, n_particles=200)
     seen = {"steps": 0, "reshuffles": 0, "opponent_moves": 0}
-    for seed in range(12):
+    for seed in range(60):
         for key, count in play_both(compiled, python, seed, seed + 500).items():
             seen[key] += count
-    assert seen["opponent_moves"] > 100, seen
-    tracker = compiled._agent_seat.observer.tracker
-    assert tracker is not python._agent_seat.observer.tracker and same(tracker.features(),
-                                                                       python._agent_seat.observer.tracker.features())
+    assert seen["opponent_moves"] > 100 and seen["reshuffles"] > 0, seen
 
 
 def test_compiled_path_refills_the_random_words(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -228,7 +228,7 @@ class UnoEnv(gym.Env):
         # moves), so the env keeps it, arranged as the observation space says (views into it, made again at every
         # step since a pickled copy of a view is no view), and hands out copies.
         observer = self._agent_seat.observer
-        self._obs = observer.arrange(self._table.obs, observer.belief_features())
+        self._obs = observer.arrange(self._table.obs, self._table.belief_features())
         if self.privileged:
             self._obs = np.concatenate((self._obs, encode_privileged(self._table.to_game(), AGENT)))
         # Raw event tuples are kept whatever the render_mode (save_picture works in any mode), trimmed to what is

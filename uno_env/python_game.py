@@ -74,6 +74,10 @@ class PythonGame:
         """The agent's int8 action mask (only draw once the game is over)."""
         return self._view.action_mask
 
+    def belief_features(self) -> np.ndarray | None:
+        """The agent's belief features after its last view (float32, a new array), ``None`` without them."""
+        return self._agent.observer.belief_features()
+
     def info(self) -> dict[str, Any]:
         """The RULES.md ``info`` dictionary of the agent's seat."""
         return self._view.to_info()

@@ -17,9 +17,10 @@ steps :class:`~uno_env.game.Game` in Python. Both play the same games:
   (:meth:`uno_env.opponents.RandomPolicy.words`) and applies the same method (:func:`uno_env.core.generator_below`);
   it returns for more when they run low. The other compiled players are :func:`uno_env.core.choose` (``rule``: its
   :func:`uno_env.core.rule_action`, which ``RulePolicy`` calls too);
-* the agent's belief tracker (``belief="counting"`` or ``"particles"``) is fed the agent's view after every call, as
-  the Python path's observer feeds it: :meth:`CompiledGame.view` reads the view off the kernel state and log, the
-  same view :meth:`Game.observe <uno_env.game.Game.observe>` gives, so the tracker learns the same and draws the same.
+* belief features: counting's are read off the kernel state (the native vector env's way, the same function); the
+  particle filter is fed the agent's view after every call, as the Python path's observer feeds it:
+  :meth:`CompiledGame.view` reads the view off the kernel state and log, the same view :meth:`Game.observe
+  <uno_env.game.Game.observe>` gives, so the tracker learns the same and draws the same.
 
 tests/test_single.py plays both paths side by side and checks every observation, mask, reward and ``info``.
 Why: through :class:`~uno_env.game.Game` an env step built public views for both seats, converted Python lists to
@@ -37,9 +38,16 @@ import numpy as np
 from numba import njit, types
 
 from uno_env import core
+from uno_env.belief import BELIEF_FEATURES
 from uno_env.cards import CARD_NAMES, DECK_SIZE, NUM_ACTIONS, NUM_CARD_TYPES
 from uno_env.game import Game
-from uno_env.observation import BASE_SIZE, LEGAL_CHANNEL, SeatObserver, encode_seat_into
+from uno_env.observation import (
+    BASE_SIZE,
+    LEGAL_CHANNEL,
+    SeatObserver,
+    counting_state_features_into,
+    encode_seat_into,
+)
 from uno_env.view import AGENT, DRAW, OPPONENT, PLAY, RESHUFFLE, Event, PublicView, public_info
 
 # The single env's ctl: the driver's control vector (uno_env.core.play_turn), then what the kernel reports for the
@@ -118,14 +126,18 @@ class CompiledGame:
     Args:
         opponent: the opponent's built-in policy code (:meth:`uno_env.seat.Seat.compiled_twin`).
         words: the random opponent's word source (:meth:`uno_env.opponents.RandomPolicy.words`), else ``None``.
-        observer: the agent's observer, whose belief tracker (if any) is fed the agent's view after every call.
+        observer: the agent's observer: with ``belief="counting"`` its features are read off the kernel state after
+            every call (:func:`~uno_env.observation.counting_state_features_into`, as the native vector env does),
+            with ``"particles"`` its tracker is fed the agent's view.
     """
 
     def __init__(self, opponent: int, words: Callable[[int], np.ndarray] | None = None,
                  observer: SeatObserver | None = None) -> None:
         self.opponent = opponent
-        # Only an observer with a belief tracker needs the views (``SeatObserver.start`` makes the tracker).
-        self._observer = observer if observer is not None and observer.belief_kind != "none" else None
+        kind = "none" if observer is None else observer.belief_kind
+        # Counting's features depend on the position alone: the kernel state has them, and no view need be built.
+        self._counting = np.zeros(BELIEF_FEATURES, np.float32) if kind == "counting" else None
+        self._observer = observer if kind == "particles" else None  # its tracker learns from the views
         self._words_source = words
         self.state = np.zeros(core.STATE_SIZE, dtype=np.int64)
         self.ctl = np.zeros(_REPORT_SIZE, dtype=np.int64)
@@ -180,12 +192,20 @@ class CompiledGame:
         # they are also uno_env.view's WIN, LOSS and DRAWN.
         self.outcome = None if report[_OUTCOME] == _RUNNING else report[_OUTCOME]
         self.reward = _AGENT_REWARD[report[_OUTCOME] - _RUNNING]
-        if self._observer is not None:  # every view of the agent, as the Python path's observer sees it
+        if self._counting is not None:
+            counting_state_features_into(self.state, AGENT, self._counting)
+        elif self._observer is not None:  # every view of the agent, as the Python path's observer sees it
             self._observer.update(self.view())
 
     def forfeit(self) -> None:
         """The agent loses at once (an illegal action under ``illegal_action="lose"``), as :meth:`Game.forfeit`."""
         self.play(core.FORFEIT)  # the driver's forfeit: the encoding after the game, no events (as Game's forfeit)
+
+    def belief_features(self) -> np.ndarray | None:
+        """The agent's belief features now (float32, a new array), ``None`` without them."""
+        if self._counting is not None:
+            return self._counting.copy()
+        return None if self._observer is None else self._observer.belief_features()
 
     def action_mask(self) -> np.ndarray:
         """The agent's int8 action mask: the observation's ``legal`` channel, which is the mask by definition."""
