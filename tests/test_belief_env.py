@@ -9,9 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
-from uno_env.belief import (
-    ParticleBelief,
-)
+from uno_env.belief import CountingBelief, ParticleBelief
 from uno_env.env import UnoEnv
 from uno_env.observation import BASE_SIZE
 
@@ -34,6 +32,12 @@ def test_env_checkers_with_beliefs(kwargs):
     rng = np.random.default_rng(1)
     for _ in range(20):
         tracker = env._agent_seat.observer.tracker
+        if kwargs["belief"] == "counting":
+            # Read off the kernel state on the compiled path, which keeps no tracker; counting depends on the
+            # current view alone, so a tracker started at this view has the same features.
+            assert tracker is None
+            tracker = CountingBelief()
+            tracker.reset(env._agent_view())
         assert np.array_equal(obs[BASE_SIZE:], tracker.features()) and obs in env.observation_space
         obs, _, terminated, _, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
         if terminated:

@@ -235,6 +235,9 @@ class SeatObserver:
         self.dict_obs = dict_obs
         self.tracker: Any = None
         self.belief_size = 0 if belief == "none" else BELIEF_FEATURES
+        #: Set by a game that computes counting's features from its own state (the single env's compiled path,
+        #: :class:`uno_env.single.CompiledGame`): :meth:`start` then builds no tracker, which nothing would feed.
+        self.reads_state = False
 
     def channels(self) -> list[tuple[str, int, np.ndarray]]:
         """(name, size, upper bound) of every channel this observer emits, in flat order."""
@@ -246,7 +249,7 @@ class SeatObserver:
 
     def start(self, game: Game, seat: int, rng: np.random.Generator) -> None:
         """Begin a game: call right after the deal, before anyone moved."""
-        if self.belief_kind == "none":
+        if self.belief_kind == "none" or self.reads_state:
             return
         # No opponent model: a learner's features must not depend on who it plays, and the policy-aware filter
         # costs tens of milliseconds per view (docs/BENCHMARKS.md), far beyond an env step.

@@ -137,6 +137,8 @@ class CompiledGame:
         kind = "none" if observer is None else observer.belief_kind
         # Counting's features depend on the position alone: the kernel state has them, and no view need be built.
         self._counting = np.zeros(BELIEF_FEATURES, np.float32) if kind == "counting" else None
+        if self._counting is not None:
+            observer.reads_state = True  # so it keeps no counting tracker of its own, stale from the first view on
         self._observer = observer if kind == "particles" else None  # its tracker learns from the views
         self._words_source = words
         self.state = np.zeros(core.STATE_SIZE, dtype=np.int64)
