@@ -19,18 +19,22 @@ import contextlib
 import importlib
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Token authentication on the head and its clients, as README's cluster commands set it. Ray reads the mode when it is
-#: imported, so the clients are programs started with it (this process may have imported Ray for other tests).
+#: imported, so the clients are programs started with it (this process may have imported Ray for other tests). The
+#: token is the fixture's own file (``RAY_AUTH_TOKEN_PATH``): a fresh machine has no ~/.ray/auth_token, and a head
+#: started in token mode without one exits at once.
 CLUSTER_ENV = {"RAY_AUTH_MODE": "token"}
 #: The explained variance a critic must reach on its batches (a critic blind to the observations gets about 0).
 FITTED = 0.3
@@ -48,16 +52,26 @@ def _reachable(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
+class Cluster(NamedTuple):
+    """A running Ray head: its address, and the environment its clients start with (its token's file)."""
+
+    address: str
+    env: dict[str, str]
+
+
 @pytest.fixture(scope="module")
-def ray_head():
-    """A Ray head in its own process group (``ray start --head --block``), as a user starts a cluster; its address.
+def ray_head(tmp_path_factory: pytest.TempPathFactory):
+    """A Ray head in its own process group (``ray start --head --block``), as a user starts a cluster.
 
     Teardown stops that process group only (never ``ray stop``, which would stop every Ray on the machine).
     """
     pytest.importorskip("ray.rllib")
+    token = tmp_path_factory.mktemp("ray") / "auth_token"
+    token.write_text(secrets.token_hex(32))  # the form of `ray get-auth-token --generate`
+    clients = {**os.environ, **CLUSTER_ENV, "RAY_AUTH_TOKEN_PATH": str(token)}
     port = free_port()
     # See tests/test_tune.py: niced workers starve next to other busy processes on 2 cores.
-    env = {**os.environ, **CLUSTER_ENV, "RAY_worker_niceness": "0"}
+    env = {**clients, "RAY_worker_niceness": "0"}
     head = subprocess.Popen([sys.executable, "-m", "ray.scripts.scripts", "start", "--head", f"--port={port}",
                              "--num-cpus=2", "--include-dashboard=false", f"--ray-client-server-port={free_port()}",
                              "--block"], cwd=ROOT, env=env, start_new_session=True,
@@ -68,7 +82,7 @@ def ray_head():
             if head.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"the Ray head did not start (exit status {head.poll()})")
             time.sleep(1)
-        yield f"127.0.0.1:{port}"
+        yield Cluster(f"127.0.0.1:{port}", clients)
     finally:
         # The group may be gone already (seen once, in the full suite on two workers): ending it is all this wants.
         with contextlib.suppress(ProcessLookupError):
@@ -80,12 +94,11 @@ def ray_head():
         head.wait()
 
 
-def run_rllib(address: str, out: Path, *options: str) -> dict:
-    """``python -m train.integrations.rllib_ppo`` joined to the head at ``address``; its JSON report."""
-    command = [sys.executable, "-m", "train.integrations.rllib_ppo", "--address", address, "--batch", "1000",
+def run_rllib(cluster: Cluster, out: Path, *options: str) -> dict:
+    """``python -m train.integrations.rllib_ppo`` joined to the head of ``cluster``; its JSON report."""
+    command = [sys.executable, "-m", "train.integrations.rllib_ppo", "--address", cluster.address, "--batch", "1000",
                "--minibatch", "200", "--eval-opponents", "random", "--pairs", "20", "--json", str(out), *options]
-    done = subprocess.run(command, cwd=ROOT, env={**os.environ, **CLUSTER_ENV}, capture_output=True, text=True,
-                          timeout=280)
+    done = subprocess.run(command, cwd=ROOT, env=cluster.env, capture_output=True, text=True, timeout=280)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(out.read_text())
 
@@ -97,12 +110,12 @@ def check_report(report: dict, iterations: int, agents: set[str]) -> None:
     assert set(rows) == agents and all(row["games"] == 40 for row in rows.values())
 
 
-def test_rllib_masked_ppo_on_a_ray_head(ray_head: str, tmp_path: Path):
+def test_rllib_masked_ppo_on_a_ray_head(ray_head: Cluster, tmp_path: Path):
     report = run_rllib(ray_head, tmp_path / "rllib.json", "--iterations", "4")
     check_report(report, 4, {"default_policy-untrained", "default_policy-rllib"})
 
 
-def test_rllib_self_play_with_two_policies(ray_head: str, tmp_path: Path):
+def test_rllib_self_play_with_two_policies(ray_head: Cluster, tmp_path: Path):
     report = run_rllib(ray_head, tmp_path / "self-play.json", "--self-play", "--iterations", "3")
     check_report(report, 3, {f"player_{i}-{kind}" for i in (0, 1) for kind in ("untrained", "rllib")})
 
