@@ -1,14 +1,17 @@
 """A trained network's deterministic move and its critic's value as compiled code: the kernels of
 :mod:`agents.compiled_actor`.
 
-:func:`forward` is a MaskablePPO network's forward pass inside numba code, for the actor or the critic alike: it
-encodes the seat to move as the env does (:func:`uno_env.observation.encode_state_into`, the one definition of the
-encoding) and runs the layers. :func:`actor_choice` plays the legal action with the highest logit, which is what
-:class:`~agents.ppo.PPOPolicy` plays with ``deterministic=True``; :func:`value_of` is the critic's estimate of the
-position for the seat to move. :func:`actor_play` continues a game with the actor on one seat and a built-in
-policy on the other (the engine's one driver, :func:`uno_env.core.play_turn`, plays everything between two of the
-actor's choices) for a number of the actor's choices, and :func:`actor_simulate` plays a game so to its end. The weights
-come from :func:`agents.compiled_actor.actor_params` and :func:`agents.compiled_actor.value_params`.
+The forward pass works on *rows*: up to :data:`BATCH` positions encoded into the rows of the params' input buffer
+(:func:`uno_env.observation.encode_state_into`, the one definition of the encoding) go through the layers together,
+each hidden layer one matrix product (numba's ``np.dot``, BLAS), so the weights are read once for all the rows
+rather than once per position. A single position is the case of one row. :func:`actor_choice` plays the legal
+action with the highest logit, which is what :class:`~agents.ppo.PPOPolicy` plays with ``deterministic=True``;
+:func:`value_of` is the critic's estimate of the position for the seat to move; :func:`forward` gives the whole
+output layer. :func:`play_rows` continues several games at once with the actor on one seat and a built-in policy
+on the other (the engine's one driver, :func:`uno_env.core.play_turn`, plays everything between two of the actor's
+choices), one batched forward pass per round of the actor's choices; :func:`choose_rows` and :func:`values_into`
+are its pass and the critic's over the rows; :func:`actor_simulate` plays one game to its end. The weights come
+from :func:`agents.compiled_actor.actor_params` and :func:`agents.compiled_actor.value_params`.
 
 They live apart from that reader because it needs torch and they do not: the search player
 (:mod:`agents.search_kernels`) rolls out with them without loading torch.
@@ -20,19 +23,28 @@ import numpy as np
 from numba import njit
 
 from uno_env.cards import NUM_ACTIONS
-from uno_env.core import ACTION, BUDGET, CHOICES, OUTCOME, apply_action, control, legal_actions_into, play_turn
+from uno_env.core import (
+    ACTION,
+    BUDGET,
+    CHOICES,
+    CTL_SIZE,
+    OUTCOME,
+    apply_action,
+    control,
+    legal_actions_into,
+    play_turn,
+)
 from uno_env.observation import encode_state_into
 
-#: Hidden-layer activations :func:`forward` computes, by code.
+#: Hidden-layer activations the forward pass computes, by code.
 TANH, RELU = 0, 1
-
-
-@njit(cache=True, fastmath=True)
-def _dense(weight: np.ndarray, bias: np.ndarray, x: np.ndarray, out: np.ndarray, activation: int) -> None:
-    """``out = activation(weight @ x + bias)``; activation -1 leaves it linear."""
-    for i in range(weight.shape[0]):
-        out[i] = _unit(weight, bias, i, x)
-    _activate(out, activation)
+#: The most positions one forward pass takes (the rows of the params' buffers). A pass over 64 rows costs about
+#: 5 times less per position than 64 passes of one for the 512x512x256 networks (docs/BENCHMARKS.md, "Batched
+#: forward passes in the guided search").
+BATCH = 64
+#: Below this many rows the first layer adds the weight rows of each position's non-zero inputs; from it on, one
+#: dense matrix product over the rows is faster (the observation is about 80 set entries of 294).
+_SPARSE_BELOW = 8
 
 
 @njit(inline="always", fastmath=True)
@@ -45,20 +57,19 @@ def _unit(weight: np.ndarray, bias: np.ndarray, i: int, x: np.ndarray) -> float:
 
 
 @njit(cache=True, fastmath=True)
-def _sparse_input(weight_t: np.ndarray, bias: np.ndarray, x: np.ndarray, out: np.ndarray, activation: int,
-                  nonzero: np.ndarray) -> None:
-    """``out = activation(weight_t.T @ x + bias)`` from the non-zero inputs alone (``nonzero``: scratch indices).
+def _sparse_input(weight_t: np.ndarray, x: np.ndarray, out: np.ndarray, nonzero: np.ndarray) -> None:
+    """``out = weight_t.T @ x`` from the non-zero inputs alone (``nonzero``: scratch indices).
 
-    The observation is mostly zeros (about 80 of its 294 entries are set in a game), so the first layer adds the rows
-    of its transposed weights (``weight_t``: inputs x outputs) for the set inputs only, four rows a pass so each
-    output is loaded and stored a quarter as often: two to four times faster than the dense product for 64 to 512
-    outputs (docs/BENCHMARKS.md, "The network's forward pass in the compiled kernels")."""
+    The first layer's weights are stored transposed (``weight_t``: inputs x outputs), so this adds the rows of the
+    set inputs, four rows a pass so each output is loaded and stored a quarter as often: two to four times faster
+    than the dense product of one position (docs/BENCHMARKS.md, "The network's forward pass in the compiled
+    kernels")."""
     m = 0
     for j in range(x.shape[0]):
         if x[j] != 0.0:
             nonzero[m] = j
             m += 1
-    out[:] = bias
+    out[:] = 0.0
     k = 0
     while k + 4 <= m:
         j0, j1, j2, j3 = nonzero[k], nonzero[k + 1], nonzero[k + 2], nonzero[k + 3]
@@ -71,35 +82,46 @@ def _sparse_input(weight_t: np.ndarray, bias: np.ndarray, x: np.ndarray, out: np
         row, value = weight_t[nonzero[rest]], x[nonzero[rest]]
         for i in range(out.shape[0]):
             out[i] += row[i] * value
-    _activate(out, activation)
 
 
-@njit(inline="always", fastmath=True)
-def _activate(out: np.ndarray, activation: int) -> None:
-    """Apply the hidden activation to ``out`` in place (-1: none)."""
-    if activation == TANH:
-        # tanh from one exp, which compiles to a loop two to three times faster than np.tanh's (within 1e-7 of it,
-        # the inputs clipped where float32's tanh is already +-1).
+@njit(cache=True, fastmath=True)
+def _bias_activate(rows: np.ndarray, bias: np.ndarray, activation: int) -> None:
+    """Add ``bias`` to every row of ``rows`` and apply the hidden activation in place (-1: none)."""
+    for r in range(rows.shape[0]):
+        out = rows[r]
         for i in range(out.shape[0]):
-            e = np.exp(2.0 * min(max(out[i], -9.0), 9.0))
-            out[i] = (e - 1.0) / (e + 1.0)
-    elif activation == RELU:
-        for i in range(out.shape[0]):
-            out[i] = max(out[i], 0.0)
+            out[i] += bias[i]
+        if activation == TANH:
+            # tanh from one exp, which compiles to a loop two to three times faster than np.tanh's (within 1e-7 of
+            # it, the inputs clipped where float32's tanh is already +-1).
+            for i in range(out.shape[0]):
+                e = np.exp(2.0 * min(max(out[i], -9.0), 9.0))
+                out[i] = (e - 1.0) / (e + 1.0)
+        elif activation == RELU:
+            for i in range(out.shape[0]):
+                out[i] = max(out[i], 0.0)
 
 
 @njit(cache=True)
-def _features(state: np.ndarray, legal: np.ndarray, n: int, params: tuple) -> np.ndarray:
-    """The input of the network's output layer (its last hidden layer, or the encoding if it has none) for the seat
-    to move of a kernel state; a buffer of ``params``, overwritten by the next call."""
+def _hidden(m: int, params: tuple) -> np.ndarray:
+    """The input of the network's output layer (its last hidden layer, or the encoding if it has none) for the
+    positions encoded in rows ``0..m-1`` of the params' input buffer; rows of a buffer of ``params``, overwritten
+    by the next pass."""
     weights, biases, activation, buffers, nonzero = params
-    encode_state_into(state, legal, n, buffers[0])
     last = len(weights) - 1
-    if last > 0:  # the first hidden layer's weights are stored transposed (agents.compiled_actor.actor_params)
-        _sparse_input(weights[0], biases[0], buffers[0], buffers[1], activation, nonzero)
+    if last == 0:
+        return buffers[0][:m]
+    # the first hidden layer's weights are stored transposed (agents.compiled_actor.actor_params)
+    if m < _SPARSE_BELOW:
+        for r in range(m):
+            _sparse_input(weights[0], buffers[0][r], buffers[1][r], nonzero)
+    else:
+        np.dot(buffers[0][:m], weights[0], buffers[1][:m])
+    _bias_activate(buffers[1][:m], biases[0], activation)
     for layer in range(1, last):
-        _dense(weights[layer], biases[layer], buffers[layer], buffers[layer + 1], activation)
-    return buffers[last]
+        np.dot(buffers[layer][:m], weights[layer].T, buffers[layer + 1][:m])
+        _bias_activate(buffers[layer + 1][:m], biases[layer], activation)
+    return buffers[last][:m]
 
 
 @njit(cache=True)
@@ -107,24 +129,23 @@ def forward(state: np.ndarray, legal: np.ndarray, n: int, params: tuple) -> np.n
     """The output layer of the network in ``params`` for the seat to move of a kernel state, ``legal[:n]`` its legal
     actions: the actor's 61 logits or the critic's one value.
 
-    The result is the last of the params' buffers, overwritten by the next call with the same params.
+    The result is a row of the last of the params' buffers, overwritten by the next call with the same params.
     """
     weights, biases, _, buffers, _ = params
     last = len(weights) - 1
-    _dense(weights[last], biases[last], _features(state, legal, n, params), buffers[last + 1], -1)
-    return buffers[last + 1]
+    encode_state_into(state, legal, n, buffers[0][0])
+    hidden = _hidden(1, params)
+    out = buffers[last + 1][:1]
+    np.dot(hidden, weights[last].T, out)
+    _bias_activate(out, biases[last], -1)
+    return out[0]
 
 
-@njit(cache=True)
-def actor_choice(state: np.ndarray, legal: np.ndarray, n: int, params: tuple) -> int:
-    """The legal action (of ``legal[:n]``) with the highest logit of the actor in ``params``, for the seat to move.
-
-    Ties keep the lowest action id, as ``numpy.argmax`` does for :class:`~agents.ppo.PPOPolicy`. Only the legal
-    actions' logits are computed (a few of the 61 rows of the output layer).
-    """
-    weights, biases, _, _, _ = params
-    head, bias = weights[-1], biases[-1]
-    hidden = _features(state, legal, n, params)
+@njit(inline="always")
+def _best_legal(head: np.ndarray, bias: np.ndarray, hidden: np.ndarray, legal: np.ndarray, n: int) -> int:
+    """The action of ``legal[:n]`` with the highest logit over the last hidden layer's ``hidden``; ties keep the
+    lowest action id, as ``numpy.argmax`` does for :class:`~agents.ppo.PPOPolicy`. Only those logits are computed
+    (a few of the 61 rows of the output layer)."""
     best = legal[0]
     best_logit = _unit(head, bias, best, hidden)
     for i in range(1, n):  # legal actions come in increasing order: a tie keeps the earlier, lower one
@@ -135,35 +156,82 @@ def actor_choice(state: np.ndarray, legal: np.ndarray, n: int, params: tuple) ->
 
 
 @njit(cache=True)
+def actor_choice(state: np.ndarray, legal: np.ndarray, n: int, params: tuple) -> int:
+    """The legal action (of ``legal[:n]``) with the highest logit of the actor in ``params``, for the seat to move."""
+    weights, biases, _, buffers, _ = params
+    encode_state_into(state, legal, n, buffers[0][0])
+    return _best_legal(weights[-1], biases[-1], _hidden(1, params)[0], legal, n)
+
+
+@njit(cache=True)
+def choose_rows(games: np.ndarray, legal: np.ndarray, ctls: np.ndarray, rows: np.ndarray, m: int, params: tuple,
+                out: np.ndarray) -> None:
+    """:func:`actor_choice` for the games ``games[rows[r]]``, ``r < m`` (at most :data:`BATCH`), in one forward pass:
+    ``out[r]`` is the choice among ``legal[rows[r], :ctls[rows[r], CHOICES]]``."""
+    weights, biases, _, buffers, _ = params
+    for r in range(m):
+        g = rows[r]
+        encode_state_into(games[g], legal[g], ctls[g, CHOICES], buffers[0][r])
+    hidden = _hidden(m, params)
+    for r in range(m):
+        g = rows[r]
+        out[r] = _best_legal(weights[-1], biases[-1], hidden[r], legal[g], ctls[g, CHOICES])
+
+
+@njit(cache=True)
+def values_into(games: np.ndarray, rows: np.ndarray, m: int, params: tuple, legal: np.ndarray, out: np.ndarray) -> None:
+    """:func:`value_of` for the games ``games[rows[r]]``, ``r < m`` (at most :data:`BATCH`), in one forward pass,
+    into ``out[r]``; ``legal`` is scratch (a row of :data:`~uno_env.cards.NUM_ACTIONS` per game)."""
+    weights, biases, _, buffers, _ = params
+    for r in range(m):
+        g = rows[r]
+        encode_state_into(games[g], legal[g], legal_actions_into(games[g], legal[g]), buffers[0][r])
+    hidden = _hidden(m, params)
+    for r in range(m):
+        out[r] = min(max(_unit(weights[-1], biases[-1], 0, hidden[r]), -1.0), 1.0)
+
+
+@njit(cache=True)
 def value_of(state: np.ndarray, params: tuple) -> float:
     """The critic's estimate (``params`` from :func:`agents.compiled_actor.value_params`) of a running game for the
     seat to move: its observation, legal actions included, encoded as the actor's; clipped to [-1, 1], the range of
     the outcomes the project's critics are trained on (+1 a win, -1 a loss, for the seat to move)."""
-    # A small allocation per call, like actor_simulate's per playout: the forward pass costs far more.
-    legal = np.empty(NUM_ACTIONS, dtype=np.int64)
-    value = forward(state, legal, legal_actions_into(state, legal), params)[0]
-    return min(max(float(value), -1.0), 1.0)
+    # Small allocations per call, like actor_simulate's per playout: the forward pass costs far more.
+    out = np.empty(1, dtype=np.float32)
+    values_into(state.reshape(1, -1), np.zeros(1, dtype=np.int64), 1, params, np.empty((1, NUM_ACTIONS), np.int64), out)
+    return float(out[0])
 
 
 @njit(cache=True)
-def actor_play(game: np.ndarray, seat: int, other_policy: int, params: tuple, stream: np.ndarray, legal: np.ndarray,
-               moves: int, max_actions: int) -> int:
-    """Play ``game`` on in place: ``moves`` of the actor's choices on ``seat``, the other seat (and every forced move)
-    by the built-in ``other_policy``, up to ``seat``'s next choice after them.
+def play_rows(games: np.ndarray, n: int, seat: int, other_policy: int, params: tuple, streams: np.ndarray,
+              ctls: np.ndarray, legal: np.ndarray, moves: int, max_actions: int) -> None:
+    """Play ``games[:n]`` on in place (at most :data:`BATCH`): ``moves`` of the actor's choices on ``seat``, the other
+    seat (and every forced move) by the built-in ``other_policy``, up to ``seat``'s next choice after them.
 
-    Returns how many legal actions ``seat`` then has (written to ``legal``), or 0 once the game is over or
-    ``max_actions`` other moves ran between two of the actor's choices. The engine's one driver,
-    :func:`uno_env.core.play_turn`, plays each choice and everything up to the next.
+    Game ``g`` draws from ``streams[g]`` (a one-word random stream) and is driven by ``ctls[g]``, which this fills:
+    afterwards ``ctls[g, CHOICES]`` is how many legal actions ``seat`` then has (written to ``legal[g]``), or 0 once
+    the game is over or ``max_actions`` other moves ran between two of the actor's choices. The engine's one driver,
+    :func:`uno_env.core.play_turn`, plays each choice and everything up to the next; each round of choices is one
+    forward pass over the games still running.
     """
-    ctl = control(seat, False, other_policy, other_policy, max_actions)
-    play_turn(game, ctl, stream, None, None, (), legal, None)
+    for g in range(n):
+        ctls[g] = control(seat, False, other_policy, other_policy, max_actions)
+        play_turn(games[g], ctls[g], streams[g], None, None, (), legal[g], None)
+    rows, choices = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
     for _ in range(moves):
-        if ctl[CHOICES] == 0:
-            break
-        ctl[ACTION] = actor_choice(game, legal, ctl[CHOICES], params)
-        ctl[BUDGET] = max_actions
-        play_turn(game, ctl, stream, None, None, (), legal, None)
-    return ctl[CHOICES]
+        m = 0
+        for g in range(n):
+            if ctls[g, CHOICES] > 0:
+                rows[m] = g
+                m += 1
+        if m == 0:
+            return
+        choose_rows(games, legal, ctls, rows, m, params, choices)
+        for r in range(m):
+            g = rows[r]
+            ctls[g, ACTION] = choices[r]
+            ctls[g, BUDGET] = max_actions
+            play_turn(games[g], ctls[g], streams[g], None, None, (), legal[g], None)
 
 
 @njit(cache=True)
@@ -171,13 +239,13 @@ def actor_simulate(state: np.ndarray, action: int, seat: int, other_policy: int,
                    max_actions: int) -> int:
     """:func:`uno_env.core.simulate` with the actor playing ``seat`` and a built-in policy the other seat.
 
-    Applies ``action`` to a copy of ``state``, then plays on to the end (:func:`actor_play`); returns the outcome
-    (:data:`RUNNING` after ``max_actions`` of the actor's choices or of the other moves between two of them).
+    Applies ``action`` to a copy of ``state``, then plays on to the end (:func:`play_rows`, one game); returns the
+    outcome (:data:`RUNNING` after ``max_actions`` of the actor's choices or of the other moves between two of them).
     """
-    game = state.copy()
-    stream = np.empty(1, dtype=np.uint64)
-    stream[0] = seed
-    apply_action(game, action, stream)
-    legal = np.empty(NUM_ACTIONS, dtype=np.int64)
-    actor_play(game, seat, other_policy, params, stream, legal, max_actions, max_actions)
-    return game[OUTCOME]
+    games = state.copy().reshape(1, -1)
+    streams = np.empty((1, 1), dtype=np.uint64)
+    streams[0, 0] = seed
+    apply_action(games[0], action, streams[0])
+    play_rows(games, 1, seat, other_policy, params, streams, np.empty((1, CTL_SIZE), dtype=np.int64),
+              np.empty((1, NUM_ACTIONS), dtype=np.int64), max_actions, max_actions)
+    return games[0, OUTCOME]

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from scipy.linalg import cython_blas  # noqa: F401 (loads the BLAS numba's np.dot calls, so its threads can be set)
 from stable_baselines3.common.torch_layers import FlattenExtractor
+from threadpoolctl import threadpool_limits
 
-from agents.actor_kernels import RELU, TANH, actor_choice
+from agents.actor_kernels import BATCH, RELU, TANH, actor_choice
 from agents.ppo import PPOPolicy
 from uno_env.observation import BASE_SIZE
 from uno_env.vector import CompiledOpponent
@@ -31,7 +33,8 @@ _ACTIVATION_CODES = {torch.nn.Tanh: TANH, torch.nn.ReLU: RELU}
 
 def actor_params(policy: PPOPolicy) -> tuple:
     """The ``params`` of :func:`~agents.actor_kernels.actor_choice` for ``policy``'s network: weights (the first
-    hidden layer's transposed), biases, activation, buffers, and the scratch indices of the input's non-zeros.
+    hidden layer's transposed), biases, activation, buffers (a row per position of a batched pass), and the scratch
+    indices of the input's non-zeros.
 
     Raises:
         ValueError: if the network was trained with belief features, or its feature extractor or activations
@@ -74,7 +77,13 @@ def _mlp_params(policy: PPOPolicy, role: str, extractor: torch.nn.Module, hidden
         weights[0] = np.ascontiguousarray(weights[0].T)
     biases = tuple(np.ascontiguousarray(layer.bias.detach().numpy(), dtype=np.float32) for layer in layers)
     activation = _ACTIVATION_CODES[activations.pop()] if activations else TANH
-    buffers = tuple(np.zeros(size, dtype=np.float32) for size in (BASE_SIZE, *(layer.out_features for layer in layers)))
+    # The batched forward pass multiplies with numba's np.dot, that is scipy's OpenBLAS, which would start a thread
+    # per core for a product of 64 rows: measured, a sixth less wall time for twice the CPU, and the project's
+    # workers already take one core each. So BLAS runs on the calling thread, as torch does (set_num_threads(1)).
+    threadpool_limits(limits=1, user_api="blas")
+    # a row per position of a batched forward pass (agents.actor_kernels.BATCH)
+    buffers = tuple(np.zeros((BATCH, size), dtype=np.float32)
+                    for size in (BASE_SIZE, *(layer.out_features for layer in layers)))
     return tuple(weights), biases, activation, buffers, np.zeros(BASE_SIZE, dtype=np.int64)
 
 

@@ -36,12 +36,18 @@ A network can guide the one-level compiled search beyond playing the searching s
 * **Its critic scores leaves** (``value=value_params(policy)``, ``leaf_moves=K``): a simulation applies the root
   action, plays on with the rollout policies for ``K`` of the searching seat's decisions, and if the game is still
   running at its next decision, the critic's estimate there is the simulation's reward
-  (:func:`agents.search_kernels.leaf_reward`): shorter simulations, more of them, and no rollout noise after the
+  (:func:`agents.search_kernels.network_rewards`): shorter simulations, more of them, and no rollout noise after the
   leaf, at the price of the critic's bias.
 * **Its policy is the prior at the root** (``prior=C``): root actions are chosen by PUCT,
   ``mean + C * P(a) * sqrt(N) / (1 + n(a))`` with ``P`` the softmax of the actor's logits over the legal actions
   (:func:`agents.search_kernels.select_root`), after each action was tried once, so the simulations go to the moves
   the network likes unless their results say otherwise. Common random numbers hold as without a prior.
+* **Its simulations run in batches** (``batch``, 64 by default): the root chooses that many at once, each as
+  PUCT or UCB1 would if the simulations already chosen had scored their action's mean (a *virtual visit*), and they
+  are played together, one forward pass over all the positions that await the network
+  (:func:`agents.search_kernels.pick_batch`, :func:`agents.search_kernels.network_rewards`). A pass over 64
+  positions costs a fraction of 64 passes (docs/BENCHMARKS.md, "Batched simulations in the guided search"); each
+  simulation still scores what it would alone, and ``batch=1`` is the search one simulation at a time.
 
 The tree is one level deep by default (``tree_depth=1``: UCB over the legal actions at the root
 information set, rollouts below). Deeper trees are supported, but at the few hundred simulations per
@@ -82,7 +88,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.actor_kernels import actor_choice, forward
+from agents.actor_kernels import BATCH, actor_choice, forward
 from agents.search_kernels import Playouts, deal_worlds, run_root, select_root
 from uno_env.belief import BeliefKind, LearnedOpponent, OpponentModelSetting, check_opponent_model, make_belief
 from uno_env.cards import COPIES, NUM_ACTIONS, NUM_CARD_TYPES
@@ -168,6 +174,9 @@ class SearchPolicy:
             scores its next one; 0: right after the opponent's reply to the root action. Only with ``value``.
         prior: the PUCT constant ``C`` of the root's selection with the ``rollout`` network's policy as the prior
             (``None``: UCB1 with ``exploration``); needs a network's actor as ``rollout``.
+        batch: with a network's actor as ``rollout``, the simulations chosen at once and played together, one
+            forward pass per round of the network's choices (:func:`agents.search_kernels.pick_batch`), 1 to
+            :data:`~agents.actor_kernels.BATCH`; 1 is the search one simulation at a time.
 
     After each searched decision, ``last_simulations`` holds how many simulations ran and ``last_root`` each root
     action's visits and summed reward (win 1, draw 1/2, loss 0, or a leaf's value on that scale); ``searches``,
@@ -195,6 +204,7 @@ class SearchPolicy:
         value: tuple | None = None,
         leaf_moves: int | None = None,
         prior: float | None = None,
+        batch: int = BATCH,
     ) -> None:
         if simulations is None and time_ms is None:
             raise ValueError("set a budget: simulations, time_ms, or both")
@@ -214,7 +224,9 @@ class SearchPolicy:
         if self._actor is not None and opponent_rollout is None:
             raise ValueError("a network's actor rolls out the searching seat only: set opponent_rollout too")
         _check_guidance(self._actor, value, leaf_moves, prior)
-        self.value, self.leaf_moves, self.prior = value, leaf_moves, prior
+        if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= BATCH:
+            raise ValueError(f"batch must be an int from 1 to {BATCH}, got {batch!r}")
+        self.value, self.leaf_moves, self.prior, self.batch = value, leaf_moves, prior, batch
         self.rollout_policy = None if rollout == "random" or self._actor is not None else make_policy(rollout)
         self.opponent_rollout_policy = self.rollout_policy if opponent_rollout is None else (
             None if opponent_rollout == "random" else make_policy(opponent_rollout))
@@ -301,9 +313,10 @@ class SearchPolicy:
         deadline = math.inf if self.time_ms is None else self.clock() + self.time_ms / 1000.0
         done = 0
         while done < limit and (done == 0 or self.clock() < deadline):
-            # The kernels cannot read the (possibly fake) clock, so with a time budget each call runs one simulation
-            # and the clock is read after it; with a count alone, all run in one go.
-            stop = limit if self.time_ms is None else done + 1
+            # The kernels cannot read the (possibly fake) clock, so with a time budget each call runs one simulation,
+            # or one batch of a network's (agents.search_kernels.run_root), and the clock is read after it; with a
+            # count alone, all run in one go.
+            stop = limit if self.time_ms is None else min(limit, done + (1 if self._actor is None else self.batch))
             done = self._run(root, worlds, done, stop)
         self.last_simulations = done
         self.search_simulations += done
@@ -350,7 +363,7 @@ class SearchPolicy:
             # Plain tuples of the kernel's named fields: the dispatcher types them faster than NamedTuples (run_root).
             policy, opponent_policy = self._compiled_rollout
             playouts = tuple(Playouts(float(self.exploration), policy, opponent_policy, _MAX_ROLLOUT_ACTIONS,
-                                      self.leaf_moves or 0, float(self.prior or 0.0)))
+                                      self.leaf_moves or 0, float(self.prior or 0.0), self.batch))
             while done < stop:
                 done = run_root((worlds.states, worlds.seeds), root.stats(), done, stop, playouts, self._actor,
                                 self.value, root.priors)

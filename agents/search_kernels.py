@@ -5,10 +5,11 @@
   the Python simulation path of :class:`~agents.search.SearchPolicy` (deeper trees, Policy rollouts), once per
   simulation.
 * :func:`run_root`: many simulations in one call, each a root choice, a compiled :func:`uno_env.core.simulate` in
-  its world (or :func:`agents.actor_kernels.actor_simulate`, when a network plays the searching seat's rollouts,
-  or :func:`leaf_reward`, when its critic scores the position a few moves on) and the backup into the root's
-  statistics. Python between simulations (a UCB pass, a kernel call per
-  world and the bookkeeping) cost more than the simulation itself once the rollouts were compiled.
+  its world and the backup into the root's statistics. Python between simulations (a UCB pass, a kernel call per
+  world and the bookkeeping) cost more than the simulation itself once the rollouts were compiled. When a network
+  plays the searching seat (its critic perhaps scoring the position a few moves on), the simulations run in
+  batches (:func:`pick_batch`, :func:`network_rewards`): a forward pass over many positions reads the weights once
+  for all of them, which made the 512x512x256 guide's simulations several times cheaper.
 * :func:`deal_worlds`: a batch of determinizations as packed states with their seeds: the opponent hands given
   (from a belief's sampler) or drawn here as uniformly random subsets of the unseen cards (card counting's
   belief), and each deck a uniform shuffle of the rest. Shuffling each deck with numpy from Python and sampling
@@ -29,15 +30,18 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from agents.actor_kernels import actor_play, actor_simulate, value_of
+from agents.actor_kernels import play_rows, values_into
 from uno_env.cards import NUM_ACTIONS, NUM_CARD_TYPES
 from uno_env.core import (
+    CHOICES,
+    CTL_SIZE,
     CURRENT,
     DECK,
     DECK_LEN,
     HAND_SIZES,
     HANDS,
     OUTCOME,
+    STATE_SIZE,
     apply_action,
     next_u64,
     reward,
@@ -89,34 +93,6 @@ def reward_of(outcome: int) -> float:
     return (reward(outcome, _ME) + 1.0) / 2.0
 
 
-@njit(cache=True)
-def value_reward(state: np.ndarray, value: tuple) -> float:
-    """The searching seat's reward, on the scale of :func:`reward_of`, of a running game scored by the critic in
-    ``value`` (:func:`agents.actor_kernels.value_of`, from the side of the seat to move: +1 a win, -1 a loss)."""
-    reward = (value_of(state, value) + 1.0) / 2.0
-    return reward if state[CURRENT] == _ME else 1.0 - reward
-
-
-@njit(cache=True)
-def leaf_reward(state: np.ndarray, action: int, opponent_policy: int, actor: tuple, value: tuple, leaf_moves: int,
-                seed: np.uint64, max_actions: int) -> float:
-    """One simulation scored at a leaf: ``action`` on a copy of ``state``, then ``leaf_moves`` of the searching seat's
-    decisions by the ``actor`` (the opponent by ``opponent_policy``) up to its next decision, scored there by the
-    critic ``value`` (:func:`value_reward`); a game over before it scores its outcome (:func:`reward_of`).
-
-    ``leaf_moves`` 0 scores the searching seat's first decision after the opponent's reply. The random stream starts
-    from ``seed``, as in :func:`uno_env.core.simulate`.
-    """
-    game = state.copy()
-    stream = np.empty(1, dtype=np.uint64)
-    stream[0] = seed
-    apply_action(game, action, stream)
-    legal = np.empty(NUM_ACTIONS, dtype=np.int64)
-    if actor_play(game, _ME, opponent_policy, actor, stream, legal, leaf_moves, max_actions) == 0:
-        return reward_of(game[OUTCOME])
-    return value_reward(game, value)
-
-
 class Worlds(NamedTuple):
     """The determinizations as :func:`run_root` reads them: world ``k`` is ``states[k]`` (a packed state) with its
     simulation's random stream seeded ``seeds[k]``."""
@@ -143,54 +119,150 @@ class Playouts(NamedTuple):
     policy: int  # the searching seat's built-in rollout policy (a code of uno_env.core.COMPILED_PLAYERS)
     opponent_policy: int  # the opponent's
     max_actions: int  # a simulation's bound on actions
-    leaf_moves: int  # with a critic: the searching seat's decisions played before it scores (leaf_reward)
+    leaf_moves: int  # with a critic: the searching seat's decisions played before it scores (network_rewards)
     prior: float  # PUCT's constant, with priors
+    batch: int  # with a network: the simulations chosen and played together (pick_batch), 1 to BATCH
+
+
+@njit(cache=True)
+def value_reward(value: float, current: int) -> float:
+    """The searching seat's reward, on the scale of :func:`reward_of`, of a running game that the critic scores
+    ``value`` (:func:`agents.actor_kernels.value_of`, from the side of the seat to move, ``current``: +1 a win, -1 a
+    loss)."""
+    reward = (value + 1.0) / 2.0
+    return reward if current == _ME else 1.0 - reward
+
+
+@njit(cache=True)
+def _apply_root(game: np.ndarray, stream: np.ndarray, state: np.ndarray, seed: np.uint64, action: int) -> None:
+    """Start a simulation: ``game`` becomes a copy of the world ``state`` after the root ``action``, its random
+    stream seeded ``seed`` (as :func:`uno_env.core.simulate` seeds it)."""
+    game[:] = state
+    stream[0] = seed
+    apply_action(game, action, stream)
+
+
+@njit(cache=True)
+def network_rewards(worlds_fields: tuple, actions: np.ndarray, picks: np.ndarray, n: int, playouts_fields: tuple,
+                    actor: tuple, value: tuple | None, out: np.ndarray) -> None:
+    """The rewards of ``n`` simulations (at most :data:`~agents.actor_kernels.BATCH`) played together, the network
+    ``actor`` on the searching seat: simulation ``j`` applies ``actions[picks[j, 0]]`` in world ``picks[j, 1]`` (of
+    the :class:`Worlds` ``worlds_fields``) and plays on, the opponent by ``playouts.opponent_policy`` (of the
+    :class:`Playouts` ``playouts_fields``); ``out[j]`` is its reward.
+
+    Without a critic (``value`` None) each game is played to its end and scores its outcome (:func:`reward_of`).
+    With one, each stops after ``playouts.leaf_moves`` of the searching seat's decisions, at its next decision, where
+    the critic scores it (:func:`value_reward`; 0 scores the searching seat's first decision after the opponent's
+    reply); a game over before it scores its outcome. Each round of the actor's choices, and the critic's values, is
+    one forward pass over the games still running (:func:`agents.actor_kernels.play_rows`): the simulation's result
+    is the one it has played alone, up to the rounding of the batched products.
+    """
+    worlds, playouts = Worlds(*worlds_fields), Playouts(*playouts_fields)
+    games = np.empty((n, STATE_SIZE), dtype=np.int64)
+    streams = np.empty((n, 1), dtype=np.uint64)
+    for j in range(n):
+        k = picks[j, 1]
+        _apply_root(games[j], streams[j], worlds.states[k], worlds.seeds[k], actions[picks[j, 0]])
+    ctls = np.empty((n, CTL_SIZE), dtype=np.int64)
+    legal = np.empty((n, NUM_ACTIONS), dtype=np.int64)
+    play_rows(games, n, _ME, playouts.opponent_policy, actor, streams, ctls, legal,
+              playouts.max_actions if value is None else playouts.leaf_moves, playouts.max_actions)
+    leaves = np.empty(n, dtype=np.int64)
+    m = 0
+    for j in range(n):
+        if value is None or ctls[j, CHOICES] == 0:
+            out[j] = reward_of(games[j, OUTCOME])
+        else:
+            leaves[m] = j
+            m += 1
+    if value is not None and m > 0:
+        values = np.empty(m, dtype=np.float32)
+        values_into(games, leaves, m, value, legal, values)
+        for r in range(m):
+            j = leaves[r]
+            out[j] = value_reward(values[r], games[j, CURRENT])
+
+
+@njit(cache=True)
+def pick_batch(visits: np.ndarray, totals: np.ndarray, order: np.ndarray, done: int, size: int, n_worlds: int,
+               exploration: float, priors: np.ndarray | None, prior: float, picks: np.ndarray) -> tuple[int, bool]:
+    """Choose simulations number ``done`` onwards, up to ``size`` of them, to run together: ``picks[j]`` is (root
+    index, world), the world being the action's next by common random numbers. Returns how many were chosen and
+    whether the choice stopped because an action's next world is not drawn yet (``n_worlds`` are).
+
+    Each is :func:`select_root`'s choice with the simulations already chosen in the batch counted as visits that
+    scored the action's current mean (a *virtual visit*: the mean stays, the exploration term shrinks), so a batch
+    spreads over the actions as its simulations would, one by one, if each scored its action's mean. A batch of one
+    is exactly the sequential search. The first tries (one per action, in ``order``) end a batch: an action has no
+    mean before its first result.
+    """
+    if done < len(order):
+        size = min(size, len(order) - done)
+    pending = np.zeros(len(visits), dtype=np.int64)
+    counted, summed = visits.copy(), totals.copy()
+    for j in range(size):
+        i = select_root(counted, summed, order, done + j, exploration, priors, prior)
+        k = visits[i] + pending[i]
+        if k == n_worlds:
+            return j, True
+        picks[j, 0], picks[j, 1] = i, k
+        if visits[i] > 0:
+            summed[i] += totals[i] / visits[i]
+        pending[i] += 1
+        counted[i] += 1
+    return size, False
 
 
 @njit(cache=True)
 def run_root(worlds_fields: tuple, root_fields: tuple, done: int, stop: int, playouts_fields: tuple,
              actor: tuple | None = None, value: tuple | None = None, priors: np.ndarray | None = None) -> int:
-    """Run simulations number ``done`` to ``stop - 1``, each in one call of :func:`uno_env.core.simulate`.
+    """Run simulations number ``done`` to ``stop - 1``: one at a time with built-in rollout policies
+    (:func:`uno_env.core.simulate`), or, when a network plays the searching seat, in batches of up to
+    :data:`~agents.actor_kernels.BATCH` chosen by :func:`pick_batch` and played together (:func:`network_rewards`:
+    one forward pass per round of the network's choices instead of one per choice).
 
     World ``k`` is ``worlds.states[k]`` with its random stream seeded ``worlds.seeds[k]``; the action of root index
     ``i`` is ``root.actions[i]``; the searching seat rolls out with the built-in ``playouts.policy``, or with the
     network ``actor`` (:func:`agents.compiled_actor.actor_params`) unless it is ``None``, the opponent with
     ``playouts.opponent_policy``. With the critic ``value`` too
     (:func:`agents.compiled_actor.value_params`), each simulation stops after ``playouts.leaf_moves`` of the searching
-    seat's decisions and the critic scores it (:func:`leaf_reward`). ``priors`` and ``playouts.prior`` select the
-    root actions by PUCT (:func:`select_root`).
+    seat's decisions and the critic scores it. ``priors`` and ``playouts.prior`` select the root actions by PUCT
+    (:func:`select_root`).
     Updates ``root``'s ``visits``, ``totals`` and ``rewards`` in place and returns the count of simulations done,
     which is less than ``stop`` when the next one needs a world beyond ``worlds``: the caller draws more worlds and
     calls again, so the simulations are the same as in one call.
 
     ``worlds_fields``, ``root_fields`` and ``playouts_fields`` are a :class:`Worlds`, :class:`RootStats` and
     :class:`Playouts` or plain tuples of their fields in order: numba's dispatcher types a NamedTuple argument on a slow
-    path (about 10 us a call, measured), which a search with a time budget, one call per simulation, would pay.
+    path (about 10 us a call, measured), which a search with a time budget, one call per batch, would pay.
     """
     worlds, root, playouts = Worlds(*worlds_fields), RootStats(*root_fields), Playouts(*playouts_fields)
     states, seeds, actions = worlds.states, worlds.seeds, root.actions
     visits, totals = root.visits, root.totals
-    opponent_policy, max_actions = playouts.opponent_policy, playouts.max_actions
-    n_worlds = len(states)
+    batch = 1 if actor is None else playouts.batch
+    picks = np.empty((batch, 2), dtype=np.int64)
+    rewards = np.empty(batch)
     while done < stop:
-        i = select_root(visits, totals, root.order, done, playouts.exploration, priors, playouts.prior)
-        k = visits[i]
-        if k == n_worlds:
-            break
-        # numba compiles the branches of the actor's and the critic's types only: None keeps the built-in playouts
+        if batch > 1 and visits.max() + batch > len(states):
+            break  # a batch could run out of worlds midway: better a full one after the caller draws more
+        n, short = pick_batch(visits, totals, root.order, done, min(batch, stop - done), len(states),
+                              playouts.exploration, priors, playouts.prior, picks)
+        # numba compiles the branch of the actor's type only: None keeps the built-in playouts
         if actor is None:
-            reward = reward_of(simulate(states[k], actions[i], playouts.policy, opponent_policy, seeds[k],
-                                        max_actions))
-        elif value is None:
-            reward = reward_of(actor_simulate(states[k], actions[i], _ME, opponent_policy, actor, seeds[k],
-                                              max_actions))
-        else:
-            reward = leaf_reward(states[k], actions[i], opponent_policy, actor, value, playouts.leaf_moves, seeds[k],
-                                 max_actions)
-        root.rewards[i, k] = reward
-        visits[i] += 1
-        totals[i] += reward
-        done += 1
+            for j in range(n):
+                k = picks[j, 1]
+                rewards[j] = reward_of(simulate(states[k], actions[picks[j, 0]], playouts.policy,
+                                                playouts.opponent_policy, seeds[k], playouts.max_actions))
+        elif n > 0:
+            network_rewards(worlds_fields, actions, picks, n, playouts_fields, actor, value, rewards)
+        for j in range(n):
+            i, k = picks[j, 0], picks[j, 1]
+            root.rewards[i, k] = rewards[j]
+            visits[i] += 1
+            totals[i] += rewards[j]
+        done += n
+        if short:
+            break
     return done
 
 

@@ -8,8 +8,8 @@ import torch
 from sb3_contrib import MaskablePPO
 from uno_testlib import capped
 
-from agents.actor_kernels import actor_choice, actor_simulate
-from agents.compiled_actor import actor_params
+from agents.actor_kernels import BATCH, actor_choice, actor_simulate, choose_rows, value_of, values_into
+from agents.compiled_actor import actor_params, value_params
 from agents.ppo import PPOPolicy, save_model
 from train.training.rollout_values import collect
 from uno_env import UnoEnv, core
@@ -87,3 +87,34 @@ def test_labels_over_a_checkpoint_record_its_moves():
             network.pi_features_extractor(torch.from_numpy(observations)))).numpy()
     assert np.array_equal(np.where(np.isfinite(values), logits, -np.inf).argmax(axis=1), moves)
     assert len(moves) > 20
+
+
+@pytest.mark.parametrize("which", ["shipped", "relu"])
+def test_a_batched_pass_makes_the_single_passes_choices_and_values(which, tmp_path):
+    # choose_rows/values_into take the positions of a batch in one pass (a dense product over the rows), actor_choice
+    # and value_of one at a time (the first layer from the non-zero inputs): the same moves, values within rounding.
+    policy = PPOPolicy.load(SHIPPED if which == "shipped" else _relu_checkpoint(tmp_path))
+    actor, critic = actor_params(policy), value_params(policy)
+    games, legal, ctls = np.zeros((BATCH, core.STATE_SIZE), np.int64), np.zeros((BATCH, 61), np.int64), \
+        np.zeros((BATCH, core.CTL_SIZE), np.int64)
+    compared, choices, values = 0, np.empty(BATCH, np.int64), np.empty(BATCH, np.float32)
+    for seed in range(12):
+        game = Game.deal(np.random.default_rng(seed), seed % 2)
+        rule = RulePolicy()
+        m = 0
+        for _ in capped():
+            if game.done or m == BATCH:
+                break
+            games[m] = core.pack_state(game.hands, game.deck, game.discard, game.active_colour, game.current,
+                                       game.pending_draw)
+            ctls[m, core.CHOICES] = core.legal_actions_into(games[m], legal[m])
+            m += 1
+            game.step(rule.act(game.observe(game.current)))
+        rows = np.arange(m)[::-1].copy()  # any order of the rows
+        choose_rows(games, legal, ctls, rows, m, actor, choices)
+        values_into(games, rows, m, critic, np.zeros((BATCH, 61), np.int64), values)
+        for r, g in enumerate(rows):
+            assert choices[r] == actor_choice(games[g], legal[g], ctls[g, core.CHOICES], actor)
+            assert abs(values[r] - value_of(games[g], critic)) < 1e-5
+            compared += 1
+    assert compared > 300 and np.std(values) > 1e-3

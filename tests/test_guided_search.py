@@ -15,11 +15,20 @@ import torch
 from sb3_contrib import MaskablePPO
 from uno_testlib import act, capped, scenario
 
-from agents.actor_kernels import actor_simulate, value_of
+from agents.actor_kernels import BATCH, actor_simulate, value_of
 from agents.compiled_actor import actor_params, value_params
 from agents.ppo import PPOPolicy
 from agents.search import OracleSearchPolicy, SearchPolicy, _Root, _Worlds
-from agents.search_kernels import Playouts, Worlds, leaf_reward, reward_of, run_root, select_root, value_reward
+from agents.search_kernels import (
+    Playouts,
+    Worlds,
+    network_rewards,
+    pick_batch,
+    reward_of,
+    run_root,
+    select_root,
+    value_reward,
+)
 from uno_env import UnoEnv, core
 from uno_env.game import Game
 from uno_env.observation import SeatObserver
@@ -99,11 +108,9 @@ def test_a_network_with_belief_features_has_no_compiled_critic():
 
 def test_the_critics_value_is_the_searching_seats_reward_from_the_side_of_the_seat_to_move():
     state = _positions(1)[0][0]
-    critic = _rigged_critic(0.5)
-    state[core.CURRENT] = 0
-    assert value_reward(state, critic) == 0.75
-    state[core.CURRENT] = 1  # the opponent's +0.5 is the searching seat's -0.5
-    assert value_reward(state, critic) == 0.25
+    assert value_of(state, _rigged_critic(0.5)) == 0.5
+    assert value_reward(0.5, 0) == 0.75
+    assert value_reward(0.5, 1) == 0.25  # the opponent's +0.5 is the searching seat's -0.5
     assert value_of(state, _rigged_critic(3.0)) == 1.0 and value_of(state, _rigged_critic(-3.0)) == -1.0
 
 
@@ -149,10 +156,12 @@ def test_leaf_moves_count_the_searching_seats_decisions():
     view = _start(player, game, 5)
     worlds = _Worlds(player, view)
     worlds.extend()
-    rewards = np.array([[leaf_reward(state, view.legal_actions[k % 6], core.RULE_POLICY, actor, critic, leaf_moves,
-                                     seed, 3000) for k, (state, seed) in enumerate(zip(worlds.states, worlds.seeds,
-                                                                                       strict=True))]
-                        for leaf_moves in (0, 1, 2, 3, 6, 10_000)])
+    picks = np.array([(k % 6, k) for k in range(len(worlds))])  # world k, the k-th legal move mod 6
+    rewards = np.zeros((6, len(worlds)))
+    for row, leaf_moves in zip(rewards, (0, 1, 2, 3, 6, 10_000), strict=True):
+        network_rewards((worlds.states, worlds.seeds), np.array(view.legal_actions), picks, len(picks),
+                        tuple(Playouts(0.7, core.RANDOM_POLICY, core.RULE_POLICY, 3000, leaf_moves, 0.0, BATCH)),
+                        actor, critic, row)
     reached = rewards == 0.75
     assert reached[0].all() and not reached[-1].any()
     assert reached[1].sum() < len(worlds) and reached[2].sum() < reached[1].sum()
@@ -178,6 +187,56 @@ def test_select_root_without_priors_is_ucb1_and_with_priors_puct():
     # A uniform prior still favours the better mean at equal visits, and the less visited action at equal means.
     assert select_root(np.array([3, 3]), np.array([1.0, 2.0]), order[:0], 6, 0.7, np.array([0.5, 0.5]), 1.0) == 1
     assert select_root(np.array([5, 3]), np.array([2.5, 1.5]), order[:0], 8, 0.7, np.array([0.5, 0.5]), 1.0) == 1
+
+
+@pytest.mark.parametrize("priors", [None, np.array([0.2, 0.5, 0.3])])
+def test_a_batch_is_the_sequential_choice_with_pending_simulations_scoring_their_mean(priors):
+    visits, totals, order = np.array([5, 2, 3]), np.array([3.0, 1.5, 1.2]), np.array([2, 0, 1])
+    picks = np.zeros((BATCH, 2), np.int64)
+    n, short = pick_batch(visits, totals, order, 10, 40, 1000, 0.7, priors, 2.0, picks)
+    assert (n, short) == (40, False)
+    counted, summed, expected = visits.copy(), totals.copy(), []
+    for j in range(40):
+        i = select_root(counted, summed, order, 10 + j, 0.7, priors, 2.0)
+        expected.append((i, counted[i]))  # by common random numbers, the action's next world
+        summed[i] += totals[i] / visits[i]
+        counted[i] += 1
+    assert picks[:n].tolist() == [list(pick) for pick in expected]
+    assert len(set(picks[:n, 0].tolist())) == 3  # the batch spreads over the actions
+    assert (visits == [5, 2, 3]).all() and (totals == [3.0, 1.5, 1.2]).all()  # the root's statistics untouched
+    # one at a time, the choice is select_root's
+    assert pick_batch(visits, totals, order, 10, 1, 1000, 0.7, priors, 2.0, picks) == (1, False)
+    assert picks[0, 0] == select_root(visits, totals, order, 10, 0.7, priors, 2.0)
+
+
+def test_a_batch_ends_with_the_first_tries_and_where_the_worlds_run_out():
+    picks = np.zeros((BATCH, 2), np.int64)
+    zeros = np.zeros(3, np.int64)
+    assert pick_batch(zeros, np.zeros(3), np.array([2, 0, 1]), 1, 64, 100, 0.7, None, 0.0, picks) == (2, False)
+    assert picks[:2].tolist() == [[0, 0], [1, 0]]
+    # worlds 0 to 5 are drawn: the winning action of 5 visits gets world 5, then its next world is missing
+    assert pick_batch(np.array([5, 1, 1]), np.array([5.0, 0.0, 0.0]), np.array([0, 1, 2]), 7, 64, 6, 0.1, None, 0.0,
+                      picks) == (1, True)
+    assert picks[0].tolist() == [0, 5]
+
+
+@pytest.mark.parametrize("batch", [0, BATCH + 1, 2.0, True])
+def test_a_batch_size_outside_1_to_BATCH_is_refused(batch):
+    with pytest.raises(ValueError, match="batch must be an int from 1"):
+        SearchPolicy(simulations=10, batch=batch)
+
+
+def test_the_guided_search_in_batches_and_one_at_a_time_finds_the_same_move():
+    # The race: red:5 loses at once. Batches change which simulations run, not what each simulation scores.
+    game = _race()
+    moves = set()
+    for batch in (1, 7, BATCH):
+        player = OracleSearchPolicy(lambda: game.hands[1], simulations=300, rollout=_rigged_actor(act("red:5")),
+                                    opponent_rollout="rule", value=_rigged_critic(0.0), leaf_moves=1,
+                                    keep_default_z=None, prior=1.0, batch=batch)
+        moves.add(player.act(_start(player, game, 2)))
+        assert player.last_simulations == 300
+    assert moves == {act("blue:5")}
 
 
 def _choice_position() -> Game:
@@ -228,7 +287,7 @@ def test_with_a_prior_the_kth_simulation_of_every_action_still_runs_in_world_k()
     done = 0
     while done < 150:
         done = run_root(Worlds(worlds.states, worlds.seeds), root.stats(), done, 150,
-                        Playouts(0.7, core.RANDOM_POLICY, core.RULE_POLICY, 3000, 0, 2.0), actor, None,
+                        Playouts(0.7, core.RANDOM_POLICY, core.RULE_POLICY, 3000, 0, 2.0, BATCH), actor, None,
                         np.array([0.2, 0.2, 0.6]))
         worlds.extend()
         root.fit(len(worlds))

@@ -177,24 +177,36 @@ class WorldLog:
     def __init__(self) -> None:
         self.by_action: dict[int, list[tuple[bytes, int]]] = defaultdict(list)
 
-    def wrap(self, kernel):
-        def recording(state, action, *args):
-            seed = next(a for a in args if isinstance(a, np.uint64 | np.integer) and not isinstance(a, bool)
-                        and a.dtype == np.uint64)
+    def wrap_simulate(self, kernel):
+        """A recording :func:`uno_env.core.simulate`: one simulation a call."""
+        def recording(state, action, policy, opponent_policy, seed, max_actions):
             self.by_action[int(action)].append((state.tobytes(), int(seed)))
-            return kernel(state, action, *args)
+            return kernel(state, action, policy, opponent_policy, seed, max_actions)
+        return recording
+
+    def wrap_network(self, kernel):
+        """A recording :func:`agents.search_kernels.network_rewards`: a batch of simulations a call."""
+        def recording(worlds, actions, picks, n, *args):
+            states, seeds = worlds[0], worlds[1]
+            for i, k in picks[:n]:
+                self.by_action[int(actions[i])].append((states[k].tobytes(), int(seeds[k])))
+            return kernel(worlds, actions, picks, n, *args)
         return recording
 
 
-@pytest.mark.parametrize("kernel", ["simulate", "actor_simulate", "leaf_reward"])
-def test_every_move_of_a_search_label_plays_in_the_same_worlds(kernel, network_base, monkeypatch):
-    """The labelling search's root loop, run as Python (``run_root.py_func``, the same source) with each compiled
-    playout wrapped to record its world: built-in rollouts, a network's rollouts, and the guided search's leaves."""
+@pytest.mark.parametrize(("kernel", "leaf_moves"), [("simulate", None), ("network_rewards", None),
+                                                    ("network_rewards", 1)])
+def test_every_move_of_a_search_label_plays_in_the_same_worlds(kernel, leaf_moves, network_base, monkeypatch):
+    """The labelling search's root loop, run as Python (``run_root.py_func``, the same source) with the compiled
+    simulations wrapped to record their worlds: built-in rollouts, a network's rollouts (in batches), and the guided
+    search's leaves."""
     log = WorldLog()
-    monkeypatch.setattr(agents.search_kernels, kernel, log.wrap(getattr(agents.search_kernels, kernel)))
+    compiled = getattr(agents.search_kernels, kernel)
+    monkeypatch.setattr(agents.search_kernels, kernel,
+                        log.wrap_simulate(compiled) if kernel == "simulate" else log.wrap_network(compiled))
     monkeypatch.setattr(agents.search, "run_root", agents.search_kernels.run_root.py_func)
     base = "rule" if kernel == "simulate" else network_base.name
-    search = SearchLabels(simulations=150, belief="counting", leaf_moves=1 if kernel == "leaf_reward" else None)
+    search = SearchLabels(simulations=150, belief="counting", leaf_moves=leaf_moves)
     game = mid_game(2)
     values = label_once(game, 4, search, base)
     sequences = list(log.by_action.values())

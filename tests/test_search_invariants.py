@@ -14,7 +14,7 @@ import pytest
 from sb3_contrib import MaskablePPO
 from uno_testlib import act, counts_of, deck_names, minus, scenario
 
-from agents.actor_kernels import actor_simulate
+from agents.actor_kernels import BATCH, actor_simulate
 from agents.compiled_actor import actor_params
 from agents.ppo import PPOPolicy
 from agents.search import OracleSearchPolicy, SearchPolicy, _Root, _Worlds
@@ -101,7 +101,7 @@ def test_the_compiled_root_loop_runs_the_kth_simulation_of_every_action_in_world
     done = 0
     while done < 150:  # a run stops early when an action needs a world not drawn yet
         done = run_root(Worlds(worlds.states, worlds.seeds), root.stats(), done, 150,
-                        Playouts(0.7, policy, opponent_policy, 3000, 0, 0.0), actor)
+                        Playouts(0.7, policy, opponent_policy, 3000, 0, 0.0, BATCH), actor)
         worlds.extend()
         root.fit(len(worlds))
     assert root.visits.sum() == 150 and (root.visits >= 5).all()
