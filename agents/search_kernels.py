@@ -198,6 +198,12 @@ def pick_batch(visits: np.ndarray, totals: np.ndarray, order: np.ndarray, done: 
     """
     if done < len(order):
         size = min(size, len(order) - done)
+    if size == 1:  # the sequential search's choice: nothing pending, so no copies (the built-in playouts' path)
+        i = select_root(visits, totals, order, done, exploration, priors, prior)
+        if visits[i] == n_worlds:
+            return 0, True
+        picks[0, 0], picks[0, 1] = i, visits[i]
+        return 1, False
     pending = np.zeros(len(visits), dtype=np.int64)
     counted, summed = visits.copy(), totals.copy()
     for j in range(size):

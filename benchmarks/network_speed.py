@@ -4,7 +4,9 @@
 
 The positions are every decision of 60 random-play games (seeds 0-59); each checkpoint's actor
 (:func:`agents.actor_kernels.actor_choice`) and critic (:func:`agents.actor_kernels.value_of`) run over all of them
-inside one compiled loop (no Python call per position), three passes, best of five rounds.
+inside one compiled loop (no Python call per position), three passes, best of five rounds; then the actor over the
+same positions :data:`~agents.actor_kernels.BATCH` at a time (:func:`agents.actor_kernels.choose_rows`, the guided
+search's batched pass), in µs a position.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import time
 import numpy as np
 from numba import njit
 
-from agents.actor_kernels import actor_choice, value_of
+from agents.actor_kernels import BATCH, actor_choice, choose_rows, value_of
 from agents.compiled_actor import actor_params, value_params
 from agents.ppo import PPOPolicy
 from uno_env import core
@@ -39,6 +41,19 @@ def _values(states: np.ndarray, params: tuple, passes: int) -> float:
     for _ in range(passes):
         for k in range(states.shape[0]):
             total += value_of(states[k], params)
+    return total
+
+
+@njit
+def _batched(states: np.ndarray, legals: np.ndarray, counts: np.ndarray, params: tuple, passes: int) -> int:
+    ctls = np.zeros((BATCH, core.CTL_SIZE), dtype=np.int64)
+    rows, out = np.arange(BATCH), np.empty(BATCH, dtype=np.int64)
+    total = 0
+    for _ in range(passes):
+        for start in range(0, states.shape[0] - BATCH + 1, BATCH):
+            ctls[:, core.CHOICES] = counts[start:start + BATCH]
+            choose_rows(states[start:start + BATCH], legals[start:start + BATCH], ctls, rows, BATCH, params, out)
+            total += out.sum()
     return total
 
 
@@ -77,16 +92,20 @@ def main(argv: list[str] | None = None) -> None:
     states, legals, counts = positions()
     passes = 3
     print(f"machine: {platform.machine()}, Python {platform.python_version()}; {len(states)} positions")
-    print("| checkpoint | actor_choice µs | value_of µs |\n| --- | ---: | ---: |")
+    print(f"| checkpoint | actor_choice µs | value_of µs | choose_rows µs a position ({BATCH} rows) |\n"
+          "| --- | ---: | ---: | ---: |")
     for path in args.checkpoints:
         policy = PPOPolicy.load(path)
         actor, critic = actor_params(policy), value_params(policy)
         _choices(states[:1], legals[:1], counts[:1], actor, 1)  # compile before timing
         _values(states[:1], critic, 1)
+        _batched(states[:BATCH], legals[:BATCH], counts[:BATCH], actor, 1)
         per = 1e6 / (passes * len(states))
         choose = best_time(lambda: _choices(states, legals, counts, actor, passes)) * per  # noqa: B023
         value = best_time(lambda: _values(states, critic, passes)) * per  # noqa: B023
-        print(f"| {path} | {choose:.2f} | {value:.2f} |")
+        rows = len(states) // BATCH * BATCH
+        batched = best_time(lambda: _batched(states, legals, counts, actor, passes)) * 1e6 / (passes * rows)  # noqa: B023
+        print(f"| {path} | {choose:.2f} | {value:.2f} | {batched:.2f} |")
 
 
 if __name__ == "__main__":
