@@ -240,16 +240,33 @@ def test_sigterm_while_labelling_stops_the_same_way(tmp_path: Path):
 
 @pytest.mark.slow  # real uno-train processes
 def test_resume_with_another_labelling_setting_is_refused_by_name(tmp_path: Path):
-    config = config_file(tmp_path, rounds=1)
+    config = config_file(tmp_path, games=400, rounds=1)  # 200 shards: the kill comes while labelling
     run = tmp_path / "run"
     process = labelling_run(config, run)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
+    assert not (run / "checkpoints").is_dir() or not any((run / "checkpoints").iterdir())
     before = (run / "config.yaml").read_text()
     refused = start(["--resume", str(run), "--set", "pretrain.search_simulations=30"])
     assert refused.wait(timeout=120) == 2
-    assert "pretrain.search_simulations = 20" in refused.stderr.read()
+    assert "made with pretrain.search_simulations = 20" in refused.stderr.read()
     assert (run / "config.yaml").read_text() == before  # the refused command changed nothing
+
+
+@pytest.mark.slow  # real uno-train processes
+def test_resume_past_the_warm_start_refuses_a_pretrain_setting_it_could_no_longer_use(tmp_path: Path):
+    config = config_file(tmp_path, rounds=1)
+    run = tmp_path / "run"
+    done = start([str(config), "--run-dir", str(run)])
+    assert done.wait(timeout=240) == 0, done.stderr.read()
+    before = (run / "config.yaml").read_text()
+    refused = start(["--resume", str(run), "--set", "pretrain.search_simulations=30"])
+    assert refused.wait(timeout=120) == 2
+    err = refused.stderr.read()
+    assert "pretrain.search_simulations = 30" in err and "ran with pretrain.search_simulations = 20" in err
+    assert (run / "config.yaml").read_text() == before
+    same = start(["--resume", str(run), "--set", "pretrain.search_simulations=20"])  # unchanged: allowed
+    assert same.wait(timeout=120) == 0, same.stderr.read()
 
 
 def test_close_terminates_workers_whose_pool_does_not_shut_down(monkeypatch: pytest.MonkeyPatch):

@@ -445,6 +445,20 @@ def _records(run_dir: Path) -> bool:
     return any(path.name != LOCK and not (path.is_dir() and not any(path.iterdir())) for path in run_dir.iterdir())
 
 
+def _check_warm_start_unchanged(config: TrainConfig, run_dir: Path) -> None:
+    """Refuse (``ConfigError``, naming the setting) a resume past the first checkpoint that changes a ``pretrain``
+    setting: the warm start comes before it, so the change could not act, and ``config.yaml`` would then describe a
+    run that never ran."""
+    if not (run_dir / "config.yaml").is_file():  # train() called with a config of its own: nothing recorded
+        return
+    recorded = load_config(run_dir / "config.yaml", []).pretrain
+    for key in config.pretrain.__dataclass_fields__:
+        was, asked = getattr(recorded, key), getattr(config.pretrain, key)
+        if was != asked:
+            raise ConfigError(f"cannot resume {run_dir} with pretrain.{key} = {asked!r}: the run is past its warm "
+                              f"start, which ran with pretrain.{key} = {was!r}; set it back, or start a new run")
+
+
 def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None, quiet: bool,
            on_evaluation: EvaluationHook | None, address: str | None) -> Path:
     """:func:`train`, with the run folder locked."""
@@ -463,6 +477,7 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
     start_step = 0
     pretrain_metrics: dict[str, float] = {}
     if resume:
+        _check_warm_start_unchanged(config, run_dir)
         last = resume_checkpoint(run_dir)
         start_step = int(read_settings(last)["steps"])
     venv = build_vec_env(config, config.seed + start_step)
