@@ -21,7 +21,8 @@ each player under several guides of that network (issue 26; :class:`agents.searc
 search as ``--rollout`` sets it; every other guide rolls out the searching seat with the network's actor (the
 opponent seat with ``--opponent-rollout``, default ``rule``) and adds comma-separated options: ``prior=C``
 (PUCT with the actor's policy as the prior), ``leaf=K`` (the critic scores each simulation after K of the
-searching seat's decisions); ``net`` adds nothing. Players are then named ``belief/guide``.
+searching seat's decisions), ``z=Z`` (the default-move guard's ``keep_default_z``; ``z=none``: always the search's
+choice); ``net`` adds nothing. Players are then named ``belief/guide``.
 
 ``ms/move`` is the mean wall time of the search player's decisions that had a choice (two or more legal
 actions): belief update plus search, on one core, while other work may share the machine. Forced moves
@@ -87,7 +88,8 @@ class UniformSearchPolicy(SearchPolicy):
 
 
 def guide_args(guide: str, network: PPOPolicy | None, opponent_rollout: str | None) -> dict[str, Any]:
-    """The search arguments of a ``--guides`` entry: ``none``, ``net``, or comma-separated ``prior=C``/``leaf=K``."""
+    """The search arguments of a ``--guides`` entry: ``none``, ``net``, or comma-separated ``prior=C``, ``leaf=K``
+    and ``z=Z``."""
     if guide == "none":
         return {}
     if network is None:
@@ -99,8 +101,10 @@ def guide_args(guide: str, network: PPOPolicy | None, opponent_rollout: str | No
             args["prior"] = float(value)
         elif name == "leaf":
             args.update(value=value_params(network), leaf_moves=int(value))
+        elif name == "z":
+            args["keep_default_z"] = None if value == "none" else float(value)
         elif option != "net":
-            raise ValueError(f"unknown guide option {option!r}: expected net, prior=C or leaf=K")
+            raise ValueError(f"unknown guide option {option!r}: expected net, prior=C, leaf=K or z=Z")
     return args
 
 
@@ -153,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-particles", type=int, default=500)
     parser.add_argument("--network", help="a checkpoint (belief none) for --guides")
     parser.add_argument("--guides", nargs="+", default=["none"],
-                        help="none, net, or comma-separated prior=C and leaf=K: see the docstring")
+                        help="none, net, or comma-separated prior=C, leaf=K and z=Z: see the docstring")
     parser.add_argument("--reference", help="print every player's paired difference from this one (with --guides: "
                                             "belief/guide)")
     parser.add_argument("--save", help="write every cell's per-pair scores to this .npz file")
