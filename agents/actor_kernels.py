@@ -84,7 +84,31 @@ def _sparse_input(weight_t: np.ndarray, x: np.ndarray, out: np.ndarray, nonzero:
             out[i] += row[i] * value
 
 
-@njit(cache=True, fastmath=True)
+# tanh(x) as x * P(x^2) / Q(x^2) on [-9, 9] (float32's tanh is +-1 beyond): a rational fit of this project's
+# (benchmarks/tanh_fit.py prints these numbers), within 5e-7 of tanh in float32. numba's exp is a scalar call (PyPI's
+# llvmlite has no vector maths library); this is multiplications and one division, which the compiler vectorizes
+# when a division by zero may give inf instead of raising (error_model="numpy" below): the activation of a batched
+# pass takes a seventh of the time of tanh by exp (docs/BENCHMARKS.md, "A vectorized tanh").
+_TANH_CLIP = np.float32(9.0)
+_P0, _P1, _P2, _P3, _P4, _P5, _P6 = (np.float32(c) for c in (
+    0.9999999323951679, -0.15887455476151935, 0.031426227028180424, 0.007945172283570287, 0.00022509891374829458,
+    1.3282761457557554e-06, 8.351692729246874e-10))
+_Q1, _Q2, _Q3, _Q4, _Q5, _Q6 = (np.float32(c) for c in (
+    0.17445837748024198, -0.04375359994196703, 0.024067144751247306, 0.001627383566209179, 2.128401056771844e-05,
+    4.949660192847736e-08))
+
+
+@njit(inline="always", fastmath=True)
+def _tanh(x: np.float32) -> np.float32:
+    """tanh of a float32 by the rational fit above."""
+    x = min(max(x, -_TANH_CLIP), _TANH_CLIP)
+    u = x * x
+    p = ((((((_P6 * u + _P5) * u + _P4) * u + _P3) * u + _P2) * u + _P1) * u + _P0)
+    q = ((((((_Q6 * u + _Q5) * u + _Q4) * u + _Q3) * u + _Q2) * u + _Q1) * u + np.float32(1.0))
+    return x * p / q
+
+
+@njit(cache=True, fastmath=True, error_model="numpy")
 def _bias_activate(rows: np.ndarray, bias: np.ndarray, activation: int) -> None:
     """Add ``bias`` to every row of ``rows`` and apply the hidden activation in place (-1: none)."""
     for r in range(rows.shape[0]):
@@ -92,11 +116,8 @@ def _bias_activate(rows: np.ndarray, bias: np.ndarray, activation: int) -> None:
         for i in range(out.shape[0]):
             out[i] += bias[i]
         if activation == TANH:
-            # tanh from one exp, which compiles to a loop two to three times faster than np.tanh's (within 1e-7 of
-            # it, the inputs clipped where float32's tanh is already +-1).
             for i in range(out.shape[0]):
-                e = np.exp(2.0 * min(max(out[i], -9.0), 9.0))
-                out[i] = (e - 1.0) / (e + 1.0)
+                out[i] = _tanh(out[i])
         elif activation == RELU:
             for i in range(out.shape[0]):
                 out[i] = max(out[i], 0.0)

@@ -8,7 +8,16 @@ import torch
 from sb3_contrib import MaskablePPO
 from uno_testlib import capped
 
-from agents.actor_kernels import BATCH, actor_choice, actor_simulate, choose_rows, value_of, values_into
+from agents.actor_kernels import (
+    BATCH,
+    TANH,
+    _bias_activate,
+    actor_choice,
+    actor_simulate,
+    choose_rows,
+    value_of,
+    values_into,
+)
 from agents.compiled_actor import actor_params, value_params
 from agents.ppo import PPOPolicy, save_model
 from train.training.rollout_values import collect
@@ -118,3 +127,13 @@ def test_a_batched_pass_makes_the_single_passes_choices_and_values(which, tmp_pa
             assert abs(values[r] - value_of(games[g], critic)) < 1e-5
             compared += 1
     assert compared > 300 and np.std(values) > 1e-3
+
+
+def test_the_compiled_tanh_is_tanh_within_float32_rounding():
+    # The forward pass's tanh is a rational fit (agents.actor_kernels._tanh); the shipped networks' moves rest on it.
+    x = np.concatenate([np.linspace(0.0, 12.0, 240_001), [9.0, 1e30]]).astype(np.float32)
+    rows = np.stack([x, -x])  # two rows of a batch: x and -x
+    _bias_activate(rows, np.zeros(len(x), np.float32), TANH)
+    assert np.abs(rows.astype(np.float64) - np.tanh(np.stack([x, -x]).astype(np.float64))).max() < 6e-7
+    assert np.abs(rows).max() <= 1.0 + 3e-7 and rows[0, 0] == 0.0
+    assert np.array_equal(rows[0], -rows[1])  # odd, to the bit
