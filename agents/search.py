@@ -464,6 +464,7 @@ class _Root:
         self.visits = np.zeros(len(legal), dtype=np.int64)
         self.totals = np.zeros(len(legal))
         self.rewards = np.zeros((len(legal), _SAMPLE_BATCH))
+        self.picks, self.picked = np.empty((BATCH, 2), dtype=np.int64), np.empty(BATCH)  # run_root's scratch
         self.priors: np.ndarray | None = None
         self.children: dict[int, _Node] = {}
 
@@ -481,7 +482,7 @@ class _Root:
     def stats(self) -> tuple:
         """The statistics as :func:`~agents.search_kernels.run_root` updates them (the same arrays, not copies): the
         fields of a :class:`~agents.search_kernels.RootStats`, as a plain tuple (see ``run_root``)."""
-        return self.actions, self.order, self.visits, self.totals, self.rewards
+        return self.actions, self.order, self.visits, self.totals, self.rewards, self.picks, self.picked
 
     def rewards_of(self, i: int) -> np.ndarray:
         """Action ``i``'s rewards, world by world."""

@@ -109,6 +109,8 @@ class RootStats(NamedTuple):
     visits: np.ndarray  # (A,) int64
     totals: np.ndarray  # (A,) float64: summed rewards
     rewards: np.ndarray  # (A, K) float64: rewards[i, k], action i's reward in world k
+    picks: np.ndarray  # (BATCH, 2) int64 scratch: a batch's (root index, world) pairs (pick_batch)
+    picked: np.ndarray  # (BATCH,) float64 scratch: their rewards
 
 
 class Playouts(NamedTuple):
@@ -246,8 +248,7 @@ def run_root(worlds_fields: tuple, root_fields: tuple, done: int, stop: int, pla
     states, seeds, actions = worlds.states, worlds.seeds, root.actions
     visits, totals = root.visits, root.totals
     batch = 1 if actor is None else playouts.batch
-    picks = np.empty((batch, 2), dtype=np.int64)
-    rewards = np.empty(batch)
+    picks, rewards = root.picks, root.picked  # the caller's, so a search with a time budget allocates nothing here
     while done < stop:
         if batch > 1 and visits.max() + batch > len(states):
             break  # a batch could run out of worlds midway: better a full one after the caller draws more
