@@ -261,7 +261,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("guided", "the first layer skips the inputs left after the four-row passes", "agents/actor_kernels.py",
              (("    for rest in range(k, m):", "    for rest in range(m, m):"),), ("tests/test_compiled_actor.py",)),
     Mutation("guided", "tanh clipped at 1 instead of 9", "agents/actor_kernels.py",
-             (("min(max(out[i], -9.0), 9.0)", "min(max(out[i], -1.0), 1.0)"),), ("tests/test_compiled_actor.py",)),
+             (("_TANH_CLIP = np.float32(9.0)", "_TANH_CLIP = np.float32(1.0)"),), ("tests/test_compiled_actor.py",)),
+    Mutation("guided", "a tanh coefficient rounded to 5 digits", "agents/actor_kernels.py",
+             (("0.9999999323951679, -0.15887455476151935,", "0.9999999323951679, -0.15887,"),),
+             ("tests/test_compiled_actor.py",)),
     # --- issue 31: the opponent models' likelihood (uno_env/belief/models.py, trajectory.py, trajectory_kernels.py)
     Mutation("likelihood", "the filter's kernels log the mover's own hand size", "uno_env/belief/trajectory.py",
              (("row[OPP] = 0 if decision is None else decision.opponent_hand_size",
