@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from train import interrupts
-from train.interrupts import as_finished, signals_held
+from train.interrupts import as_finished, keeping_interrupts, signals_held
 
 
 @pytest.fixture(autouse=True)
@@ -56,3 +56,33 @@ def test_as_finished_gives_every_future_once():
     with ThreadPoolExecutor(2) as pool:
         futures = [pool.submit(time.sleep, delay) for delay in (0.3, 0.0, 0.1, 0.5)]
         assert sorted(map(id, as_finished(futures))) == sorted(map(id, futures))
+
+
+class _InterruptedFinalizer:
+    """An object whose finalizer is where a Ctrl-C lands (as tqdm's did under a SIGTERM in CI)."""
+
+    def __del__(self) -> None:
+        raise KeyboardInterrupt
+
+
+def test_a_ctrl_c_that_lands_in_a_finalizer_is_raised_again_outside_it():
+    went_on = False
+    with pytest.raises(KeyboardInterrupt), keeping_interrupts():
+        _InterruptedFinalizer()  # dropped at once: without the hook Python prints "Exception ignored" and goes on
+        for _ in range(100):
+            time.sleep(0.01)
+        went_on = True
+    assert not went_on
+
+
+def test_other_unraisable_exceptions_still_reach_the_previous_hook(monkeypatch: pytest.MonkeyPatch):
+    seen = []
+    monkeypatch.setattr(interrupts.sys, "unraisablehook", lambda unraisable: seen.append(unraisable.exc_type))
+
+    class Failing:
+        def __del__(self) -> None:
+            raise ValueError("in a finalizer")
+
+    with keeping_interrupts():
+        Failing()
+    assert seen == [ValueError]

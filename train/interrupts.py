@@ -10,17 +10,24 @@ evaluation commands cannot take it:
   signals held, a short while at a time, and lets them through between waits.
 * **A label shard written but not yet in its manifest** (:mod:`train.training.labelling`).
 
+And one place drops it: an exception raised inside a finalizer (``__del__``, such as tqdm's) is printed as
+"Exception ignored in ..." and lost, so a Ctrl-C or SIGTERM that lands there would let the run go on and end with
+status 0. :func:`keeping_interrupts` raises it again, outside the finalizer.
+
 The signals are only held, never lost: each block ends by raising the first one caught, so it meets the handler
 it would have met (``uno-train`` turns SIGTERM into Ctrl-C), only later and outside the block.
 """
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import threading
 from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from contextlib import contextmanager
+from typing import Any
 
 #: Seconds :func:`as_finished` waits with the signals held before letting a caught one through.
 POLL = 0.2
@@ -54,3 +61,31 @@ def as_finished(futures: Iterable[Future]) -> Iterator[Future]:
         with signals_held():
             finished, pending = wait(pending, timeout=POLL, return_when=FIRST_COMPLETED)
         yield from finished
+
+
+#: Seconds after a dropped interrupt that :func:`keeping_interrupts` sends it again.
+REDELIVER = 0.01
+
+
+@contextmanager
+def keeping_interrupts() -> Iterator[None]:
+    """Within the block, a ``KeyboardInterrupt`` that Python drops because it was raised inside a finalizer is
+    raised again (module docstring): ``sys.unraisablehook`` has a thread send SIGINT a moment later, once the finalizer
+    is over, and its handler raises it in ordinary code (should it land in a finalizer again, the same happens
+    again). Other unraisable exceptions go to the previous hook."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            # Not signal.raise_signal here: its handler would run at once, inside this hook, and be dropped again.
+            later = threading.Timer(REDELIVER, os.kill, (os.getpid(), signal.SIGINT))
+            later.daemon = True
+            later.start()
+        else:
+            previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from train.config import ConfigError, load_config
+from train.interrupts import keeping_interrupts
 from train.shipped import find_config
 from train.training.trainer import TrainingInterrupted, train
 
@@ -79,7 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             config = load_config(find_config(args.config or DEFAULT_CONFIG), args.overrides)
             run_dir = args.run_dir or args.runs_root / f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}"
         print(f"run folder: {run_dir}", flush=True)
-        train(config, run_dir, resume=bool(args.resume), command=command, quiet=args.quiet, address=args.address)
+        with keeping_interrupts():  # one that lands in a finalizer (tqdm's) is not lost
+            train(config, run_dir, resume=bool(args.resume), command=command, quiet=args.quiet, address=args.address)
     except ConfigError as error:
         print(f"uno-train: config error: {error}", file=sys.stderr)
         return 2
