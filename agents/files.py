@@ -1,4 +1,4 @@
-"""Atomic file writes: a file appears whole under its name or not at all.
+"""Atomic file writes (a file appears whole under its name or not at all), and files named by their content.
 
 Checkpoints, the best model and a run's records are written through :func:`atomic_path`: the content goes
 to a temporary name in the same folder (so the final ``os.replace`` is a rename within one file system,
@@ -9,6 +9,7 @@ never a torn file under the real name.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import sys
@@ -48,6 +49,16 @@ def copy_file(source: str | Path, path: str | Path) -> Path:
     with atomic_path(path) as temporary:
         shutil.copyfile(source, temporary)
     return Path(path)
+
+
+def file_digest(path: str | Path) -> str:
+    """``sha256:`` and the hex SHA-256 of a file's bytes: names a checkpoint by its content, so a network retrained
+    under the same name is not taken for the old one."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return "sha256:" + digest.hexdigest()
 
 
 def set_aside(path: str | Path, reason: str, then: str = "") -> Path:

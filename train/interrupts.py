@@ -63,6 +63,16 @@ def as_finished(futures: Iterable[Future]) -> Iterator[Future]:
         yield from finished
 
 
+def terminate_as_interrupt(signum: int, frame: object) -> None:
+    """A SIGTERM handler that stops a command the way Ctrl-C does (``signal.signal(signal.SIGTERM, ...)``).
+
+    Further SIGTERMs (a service manager, or an impatient user, sending another) are ignored from then on: what the
+    interrupt saves must not be cut short, and the command must still end with status 130.
+    """
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
 #: Seconds after a dropped interrupt that :func:`keeping_interrupts` sends it again.
 REDELIVER = 0.01
 

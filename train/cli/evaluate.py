@@ -5,11 +5,17 @@
     uno-evaluate --tournament random rule search-q-none search-q-particles --pairs 200
     uno-evaluate search-q-ensemble --opponents rule --pairs 20 --save-games games/   # then: uno-play --replay FILE
     uno-evaluate search-q-none --pairs 20000 --address HEAD_IP:6379   # deal pairs spread over a Ray cluster
+    uno-evaluate search-guided --opponents rule --pairs 2000 --checkpoint eval-guided/   # an hour: resumable
 
 Games, pairing and intervals: :mod:`train.evaluation.matches`; ratings: :mod:`train.evaluation.tournament`.
 With ``--address`` the games run as Ray tasks on the cluster's cores (:mod:`train.evaluation.distributed`), with
 the same results as on this machine's processes; checkpoints and ``--save-games`` must then be on storage every
 machine sees.
+
+With ``--checkpoint DIR`` every chunk of deal pairs is kept in ``DIR`` as it finishes
+(:mod:`train.evaluation.pair_store`); after a Ctrl-C, a SIGTERM, a kill or a reboot the same command plays only the
+pairs that are missing and prints what an uninterrupted run would have. Ctrl-C and SIGTERM end the command with
+status 130.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import signal
 import sys
 from collections.abc import Sequence
 from concurrent.futures import Executor
@@ -26,6 +33,7 @@ from typing import Any
 from train.cli.destinations import file_problem, folder_problem
 from train.evaluation.matches import evaluate, format_table
 from train.evaluation.tournament import format_tournament, round_robin
+from train.interrupts import keeping_interrupts, terminate_as_interrupt
 from train.specs import checkpoint_path
 
 
@@ -61,6 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="save every game's record (JSON, replay with uno-play --replay) in DIR")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress bar (it is drawn on standard error, and only on a terminal)")
+    parser.add_argument("--checkpoint", type=Path, metavar="DIR",
+                        help="keep the finished deal pairs in DIR; the same command again goes on from them")
     args = parser.parse_args(argv)
     if args.pairs < 1:
         parser.error(f"--pairs must be at least 1, got {args.pairs}")
@@ -77,14 +87,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.save_games and args.tournament:
         parser.error(f"--save-games {args.save_games}: saves the games of one agent's evaluation, not of a "
                      "--tournament")
-    problem = args.save_games and folder_problem(args.save_games)
-    if problem:
-        parser.error(f"--save-games {args.save_games}: {problem}")
+    for option, folder in (("--save-games", args.save_games), ("--checkpoint", args.checkpoint)):
+        problem = folder and folder_problem(folder)
+        if problem:
+            parser.error(f"{option} {folder}: {problem}")
     if not args.tournament and len(args.players) != 1:
         parser.error("give one agent (or --tournament for several players)")
     if args.address and importlib.util.find_spec("ray") is None:
         parser.error("--address needs Ray, which is not installed; install the tune extra: pip install 'uno-rl[tune]'")
     executor: Executor | None = None
+    previous = signal.signal(signal.SIGTERM, terminate_as_interrupt)  # from here on: a SIGTERM is a Ctrl-C (130)
     try:
         workers = args.workers
         if args.address:
@@ -92,23 +104,32 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             executor = RayExecutor(None if args.address == "local" else args.address)
             workers = workers or executor.cpus
-        if args.tournament:
-            result = round_robin(args.players, args.pairs, args.seed, workers, args.n_particles,
-                                 not args.stochastic, progress=not args.no_progress, executor=executor)
-            print(format_tournament(result))
-            payload: Any = result.to_dict()
-        else:
-            results = evaluate(_agent_spec(args.players[0]), args.opponents, args.pairs, args.seed, workers,
-                               args.n_particles, not args.stochastic, executor, progress=not args.no_progress,
-                               save_games=args.save_games)
-            print(format_table(results))
-            payload = [r.to_dict() for r in results]
+        with keeping_interrupts():  # one that lands in a finalizer (tqdm's) is not lost
+            if args.tournament:
+                result = round_robin(args.players, args.pairs, args.seed, workers, args.n_particles,
+                                     not args.stochastic, progress=not args.no_progress, executor=executor,
+                                     checkpoint=args.checkpoint)
+                print(format_tournament(result))
+                payload: Any = result.to_dict()
+            else:
+                results = evaluate(_agent_spec(args.players[0]), args.opponents, args.pairs, args.seed, workers,
+                                   args.n_particles, not args.stochastic, executor, progress=not args.no_progress,
+                                   save_games=args.save_games, checkpoint=args.checkpoint)
+                print(format_table(results))
+                payload = [r.to_dict() for r in results]
     except (ValueError, FileNotFoundError) as error:
         print(f"uno-evaluate: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        kept = (f"the finished deal pairs are kept in {args.checkpoint}: the same command goes on from them"
+                if args.checkpoint else "nothing was kept (--checkpoint DIR keeps the finished deal pairs)")
+        print(f"uno-evaluate: interrupted; {kept}", file=sys.stderr)
+        return 130
     finally:
         if executor is not None:
             executor.shutdown(cancel_futures=True)
+        if signal.getsignal(signal.SIGTERM) is terminate_as_interrupt:  # after a SIGTERM: ignored until the exit
+            signal.signal(signal.SIGTERM, previous)
     if args.json:
         args.json.write_text(json.dumps(payload, indent=1) + "\n")
     return 0

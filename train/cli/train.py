@@ -25,21 +25,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from train.config import ConfigError, load_config
-from train.interrupts import keeping_interrupts
+from train.interrupts import keeping_interrupts, terminate_as_interrupt
 from train.shipped import find_config
 from train.training.trainer import TrainingInterrupted, train
 
 DEFAULT_CONFIG = "configs/default.yaml"
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    """SIGTERM handler: stop training the way Ctrl-C does (checkpoint, workers stopped, the resume command).
-
-    Further SIGTERMs (a service manager, or an impatient user, sending another) are ignored from then on: the
-    checkpoint being saved must not be cut short, and the program must still end with status 130.
-    """
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    raise KeyboardInterrupt
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -66,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--address needs Ray, which is not installed; install the tune extra: pip install 'uno-rl[tune]'")
     command = shlex.join(["uno-train", *(sys.argv[1:] if argv is None else argv)])
     run_dir: Path | None = None
-    previous = signal.signal(signal.SIGTERM, _interrupt)  # from here on: a SIGTERM is a Ctrl-C (status 130)
+    previous = signal.signal(signal.SIGTERM, terminate_as_interrupt)  # from here on: a SIGTERM is a Ctrl-C (status 130)
     try:
         if args.resume:
             if args.config or args.run_dir:
@@ -100,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"with: uno-train --resume {shlex.quote(str(resume))}", file=sys.stderr)
         return 2
     finally:
-        if signal.getsignal(signal.SIGTERM) is _interrupt:  # after a SIGTERM it stays ignored until the exit
+        if signal.getsignal(signal.SIGTERM) is terminate_as_interrupt:  # after a SIGTERM: ignored until the exit
             signal.signal(signal.SIGTERM, previous)
     return 0
 

@@ -29,6 +29,8 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from agents.files import file_digest
+from train.evaluation.pair_store import PairStore
 from train.evaluation.statistics import CI_METHODS, paired_interval, score_interval
 from train.interrupts import as_finished
 from train.policies import resolve_policy
@@ -130,12 +132,26 @@ def _exit_with(parent: int) -> None:
 
     A pool's workers are the forkserver's children, not the parent's: a parent killed outright (``kill -9`` of its
     process alone, no cleanup) would leave them waiting for work forever."""
-    while True:
+    while not _ended(parent):
         time.sleep(1.0)
-        try:
-            os.kill(parent, 0)
-        except ProcessLookupError:
-            os._exit(1)
+    os._exit(1)
+
+
+def _ended(pid: int) -> bool:
+    """Whether process ``pid`` has ended. On Linux a process killed but not yet reaped by its own parent (a zombie)
+    has ended too: it still answers ``os.kill``, and a parent that waits for our output before reaping it (as
+    ``subprocess``'s ``communicate`` does) would wait forever."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        if os.path.exists("/proc/self/stat"):
+            return True  # Linux, and no such process
+    try:  # no /proc: ask the kernel
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
 
 
 def _play_chunk(agent: Player, opponent: Player, seeds: np.ndarray, firsts: np.ndarray,
@@ -166,6 +182,11 @@ def _play_chunk(agent: Player, opponent: Player, seeds: np.ndarray, firsts: np.n
     return scores, lengths
 
 
+#: Deal pairs in a chunk at most when a checkpoint keeps them: what a kill can cost each worker (about a minute of
+#: the guided search's games).
+CHECKPOINT_CHUNK = 20
+
+
 def make_executor(workers: int) -> ProcessPoolExecutor:
     """A process pool for :func:`run_matches` (forkserver: safe with torch loaded in the parent)."""
     return ProcessPoolExecutor(max_workers=workers, mp_context=get_context("forkserver"),
@@ -186,66 +207,101 @@ def stop_stray_processes() -> None:
 def run_matches(matchups: Sequence[tuple[Player, Player]], pairs: int, seed: int = 0, workers: int | None = None,
                 n_particles: int = 200, deterministic: bool = True,
                 executor: Executor | None = None, progress: bool = False,
-                save_games: Path | None = None) -> list[MatchResult]:
+                save_games: Path | None = None, checkpoint: Path | None = None) -> list[MatchResult]:
     """Play every (agent, opponent) matchup on the same ``pairs`` deal pairs; results in matchup order.
 
     Games go to ``executor`` if given, else to a pool of ``workers`` processes (default: all
     cores; 1 plays in this process). The results do not depend on how games are spread.
     ``progress`` shows a progress bar of deal pairs on standard error (tqdm; only on a terminal).
     ``save_games`` is a folder (created if missing) that receives every game's record as JSON.
+    ``checkpoint`` is a folder that keeps every chunk of deal pairs as it is played
+    (:class:`~train.evaluation.pair_store.PairStore`): the same call again plays only the pairs it does not hold,
+    and gives the results an uninterrupted call would have.
     """
     if pairs < 1:
         raise ValueError(f"pairs must be at least 1, got {pairs}")
     if save_games is not None:
         save_games.mkdir(parents=True, exist_ok=True)
     seeds, firsts = deal_seeds(seed, pairs)
+    scores = np.full((len(matchups), pairs, 2), np.nan)
+    lengths = np.zeros((len(matchups), pairs, 2), dtype=np.int64)
+    done = np.zeros((len(matchups), pairs), dtype=bool)
+    store = None
+    if checkpoint is not None:
+        store = PairStore(checkpoint, _description(matchups, pairs, seed, n_particles, deterministic))
+        store.load_into(scores, lengths, done)
     workers = workers or os.cpu_count() or 1
     in_process = executor is None and workers == 1
-    # Chunks of deal pairs: the unit of work for the pool and the step of the progress bar.
-    n_chunks = max(1, min(pairs, 4 * workers if not in_process else 10))
-    edges = np.linspace(0, pairs, n_chunks + 1).astype(int)
-    bounds = [(int(lo), int(hi)) for lo, hi in zip(edges[:-1], edges[1:], strict=True) if hi > lo]
-    parts: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+    # Chunks of deal pairs: the unit of work for the pool, of the progress bar and of a checkpoint.
+    size = -(-pairs // max(1, min(pairs, 4 * workers if not in_process else 10)))
+    if store is not None:
+        size = min(size, CHECKPOINT_CHUNK)
+    chunks = [(m, lo, hi) for m in range(len(matchups)) for lo, hi in _runs(np.flatnonzero(~done[m]), size)]
+
+    def finish(m: int, lo: int, hi: int, part: tuple[np.ndarray, np.ndarray]) -> None:
+        scores[m, lo:hi], lengths[m, lo:hi] = part
+        if store is not None:
+            store.save(m, lo, *part)
+        bar.update(hi - lo)
+
     # disable=None: tqdm draws only on a terminal, so logs and captured output stay clean.
-    with tqdm(total=pairs * len(matchups), unit="pair", desc="deal pairs", disable=None if progress else True,
-              file=sys.stderr, leave=False) as bar:
+    with tqdm(total=pairs * len(matchups), initial=int(done.sum()), unit="pair", desc="deal pairs",
+              disable=None if progress else True, file=sys.stderr, leave=False) as bar:
         if in_process:
-            for m, (a, o) in enumerate(matchups):
-                for c, (lo, hi) in enumerate(bounds):
-                    parts[m, c] = _play_chunk(a, o, seeds[lo:hi], firsts[lo:hi], n_particles, deterministic,
-                                              save_games, lo)
-                    bar.update(hi - lo)
-        else:
+            for m, lo, hi in chunks:
+                a, o = matchups[m]
+                finish(m, lo, hi, _play_chunk(a, o, seeds[lo:hi], firsts[lo:hi], n_particles, deterministic,
+                                              save_games, lo))
+        elif chunks:
             own = executor is None
             pool = make_executor(workers) if own else executor
             try:
-                futures = {pool.submit(_play_chunk, a, o, seeds[lo:hi], firsts[lo:hi], n_particles,
-                                       deterministic, save_games, lo): (m, c, hi - lo)
-                           for m, (a, o) in enumerate(matchups) for c, (lo, hi) in enumerate(bounds)}
+                futures = {pool.submit(_play_chunk, *matchups[m], seeds[lo:hi], firsts[lo:hi], n_particles,
+                                       deterministic, save_games, lo): (m, lo, hi) for m, lo, hi in chunks}
                 for future in as_finished(futures):
-                    m, c, size = futures[future]
-                    parts[m, c] = future.result()
-                    bar.update(size)
-            finally:
-                if own:
-                    pool.shutdown(cancel_futures=True)
-    outputs = [(np.concatenate([parts[m, c][0] for c in range(len(bounds))]),
-                np.concatenate([parts[m, c][1] for c in range(len(bounds))])) for m in range(len(matchups))]
-    return [MatchResult(label(a), label(o), scores, lengths)
-            for (a, o), (scores, lengths) in zip(matchups, outputs, strict=True)]
+                    finish(*futures[future], future.result())
+            except BaseException:
+                if own:  # stopped (Ctrl-C, an error): not waiting for the chunks being played, which can take minutes
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    stop_stray_processes()
+                raise
+            if own:
+                pool.shutdown()
+    return [MatchResult(label(a), label(o), scores[m], lengths[m]) for m, (a, o) in enumerate(matchups)]
+
+
+def _runs(todo: np.ndarray, size: int) -> list[tuple[int, int]]:
+    """The sorted pair indices ``todo`` as ranges ``(lo, hi)`` of consecutive pairs, each at most ``size`` long."""
+    ranges = []
+    for run in np.split(todo, np.flatnonzero(np.diff(todo) != 1) + 1):
+        if len(run):
+            start, end = int(run[0]), int(run[-1]) + 1
+            ranges += [(lo, min(lo + size, end)) for lo in range(start, end, size)]
+    return ranges
+
+
+def _description(matchups: Sequence[tuple[Player, Player]], pairs: int, seed: int, n_particles: int,
+                 deterministic: bool) -> dict[str, Any]:
+    """What an evaluation is, for its checkpoint: the same description means the same games."""
+    def player(spec: Player) -> str:
+        path = checkpoint_path(spec) if isinstance(spec, str) else None
+        return label(spec) if path is None else f"{label(spec)} ({file_digest(path)})"
+
+    return {"matchups": [[player(a), player(o)] for a, o in matchups], "pairs": pairs, "seed": seed,
+            "n_particles": n_particles, "deterministic": deterministic}
 
 
 def evaluate(agent: Player, opponents: Sequence[Player] = ("random", "rule"), pairs: int = 200, seed: int = 0,
              workers: int | None = None, n_particles: int = 200, deterministic: bool = True,
              executor: Executor | None = None, progress: bool = False,
-             save_games: Path | None = None) -> list[MatchResult]:
+             save_games: Path | None = None, checkpoint: Path | None = None) -> list[MatchResult]:
     """Play ``agent`` against each opponent on ``pairs`` deal pairs (2 * pairs games each).
 
     Players are specs (:mod:`train.policies`: names, checkpoints, ``module:attribute``) or Policy
-    objects. See :func:`run_matches` for ``workers``/``executor``/``progress``/``save_games``.
+    objects. See :func:`run_matches` for ``workers``/``executor``/``progress``/``save_games``/``checkpoint``.
     """
     return run_matches([(agent, opponent) for opponent in opponents], pairs, seed, workers, n_particles,
-                       deterministic, executor, progress, save_games)
+                       deterministic, executor, progress, save_games, checkpoint)
 
 
 def format_table(results: Sequence[MatchResult]) -> str:

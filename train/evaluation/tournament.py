@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -71,12 +72,13 @@ def _ratings(matches: Sequence[MatchResult], index: Sequence[tuple[int, int]], n
 
 def round_robin(players: Sequence[Player], pairs: int = 200, seed: int = 0, workers: int | None = None,
                 n_particles: int = 200, deterministic: bool = True, bootstrap: int = 200,
-                progress: bool = False, executor: Executor | None = None) -> TournamentResult:
+                progress: bool = False, executor: Executor | None = None,
+                checkpoint: Path | None = None) -> TournamentResult:
     """Every player against every other on ``pairs`` deal pairs, then ratings (module docstring).
 
-    ``progress`` shows a progress bar of the deal pairs played, and ``executor`` (e.g. a
-    :class:`train.evaluation.distributed.RayExecutor`) plays them instead of a local pool
-    (:func:`train.evaluation.matches.run_matches`).
+    ``progress`` shows a progress bar of the deal pairs played, ``executor`` (e.g. a
+    :class:`train.evaluation.distributed.RayExecutor`) plays them instead of a local pool, and ``checkpoint`` keeps
+    the finished ones for a resumed call (:func:`train.evaluation.matches.run_matches`).
     """
     if len(players) < 2:
         raise ValueError(f"a tournament needs at least 2 players, got {len(players)}")
@@ -85,11 +87,12 @@ def round_robin(players: Sequence[Player], pairs: int = 200, seed: int = 0, work
         raise ValueError(f"players must have distinct names, got {names}")
     index = [(i, j) for i in range(len(players)) for j in range(i + 1, len(players))]
     matches = run_matches([(players[i], players[j]) for i, j in index], pairs, seed, workers, n_particles,
-                          deterministic, executor, progress)
+                          deterministic, executor, progress, checkpoint=checkpoint)
     ratings = _ratings(matches, index, len(players))
     rng = np.random.default_rng(seed)
     samples = np.array([_ratings(matches, index, len(players),
-                                 [rng.integers(0, pairs, size=pairs) for _ in matches]) for _ in range(bootstrap)])
+                                 [rng.integers(0, pairs, size=pairs) for _ in matches]) for _ in range(bootstrap)]
+                       ).reshape(bootstrap, len(players))  # (0, n) without a bootstrap
     anchor = names.index("random") if "random" in names else 0
     ratings = ratings - ratings[anchor]
     samples = samples - samples[:, [anchor]]

@@ -29,7 +29,6 @@ Layout of a round's folder::
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 import threading
@@ -45,7 +44,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from agents.files import atomic_path, set_aside, write_text
+from agents.files import atomic_path, file_digest, set_aside, write_text
 from train.config import ConfigError
 from train.evaluation.matches import make_executor, stop_stray_processes
 from train.interrupts import as_finished, signals_held
@@ -93,12 +92,13 @@ class LabelJob:
         return int(np.random.SeedSequence([self.seed, self.round, shard]).generate_state(1)[0])
 
     def settings(self) -> dict[str, Any]:
-        """The settings the labels depend on, by the config key a user sets (the base by its file's content)."""
+        """The settings the labels depend on, by the config key a user sets (the base by its file's content: a base
+        retrained differently makes other labels)."""
         settings: dict[str, Any] = {
             "seed": self.seed, "round": self.round, "pretrain.games": self.games,
             "pretrain.shard_games": self.shard_games, "env.belief": self.belief,
             "pretrain.labels": "rollout-values" if self.search is None else "search-values",
-            "base player": self.base if self.base in rollout_values.BUILT_IN_BASES else _file_digest(self.base),
+            "base player": self.base if self.base in rollout_values.BUILT_IN_BASES else file_digest(self.base),
         }
         if self.search is None:
             settings["pretrain.deck_orders"] = self.deck_orders
@@ -107,11 +107,6 @@ class LabelJob:
             settings["pretrain.search_belief"] = self.search.belief
             settings["pretrain.search_leaf_moves"] = self.search.leaf_moves
         return settings
-
-
-def _file_digest(path: str) -> str:
-    """A checkpoint named by the SHA-256 of its content: a base retrained differently makes other labels."""
-    return "sha256:" + hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def label_shard(job: LabelJob, shard: int) -> Labels:
