@@ -45,6 +45,7 @@ LABELS = ("tests/test_labels_properties.py",)
 LIKELIHOOD = ("tests/test_opponent_likelihood.py",)
 ENSEMBLE = ("tests/test_ensemble.py",)
 GUIDED = ("tests/test_guided_search.py",)
+RESUME = ("tests/test_evaluation_checkpoint.py",)
 SPECS = ("tests/test_specs_names.py",)
 CONSISTENCY = ("tests/test_consistency.py",)
 DEMOS = ("tests/test_train.py::test_demonstration_returns_are_the_teachers_seats_result",)
@@ -371,6 +372,20 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("seeding", "a seeded env reset keeps the old np_random", "uno_env/env.py",
              (("self._np_random, self._np_random_seed = seeded_generator(seed), seed",
                "self._np_random_seed = seed"),), SEEDING),
+    # --- evaluations that resume (train/evaluation/pair_store.py, train/evaluation/matches.py, stop 26)
+    Mutation("evaluation", "kept chunks not counted as played", "train/evaluation/pair_store.py",
+             (("            done[m, lo:hi] = True", "            done[m, lo:hi] = False"),), RESUME),
+    Mutation("evaluation", "the seed left out of what a checkpoint holds", "train/evaluation/matches.py",
+             (('"pairs": pairs, "seed": seed,', '"pairs": pairs,'),), RESUME),
+    Mutation("evaluation", "a retrained checkpoint taken for the old one", "train/evaluation/matches.py",
+             (('else f"{label(spec)} ({file_digest(path)})"', "else label(spec)"),), RESUME),
+    Mutation("evaluation", "a chunk kept under the pairs after its own", "train/evaluation/pair_store.py",
+             (('name = f"matchup{matchup}-pairs{first_pair:06d}-{first_pair + len(scores):06d}.npz"',
+               'name = f"matchup{matchup}-pairs{first_pair + 1:06d}-{first_pair + 1 + len(scores):06d}.npz"'),),
+             RESUME),
+    Mutation("evaluation", "a killed parent not yet reaped counts as alive", "train/evaluation/matches.py",
+             (('return stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")',
+               'return stat.read().rsplit(")", 1)[1].split()[0] in ("X",)'),), RESUME),
 )
 
 
