@@ -133,10 +133,22 @@ TINY_RUN = {
 
 
 def start(args: list[str], **changes) -> subprocess.Popen:
-    """``uno-train`` in a process group of its own (so a signal can reach it and its workers, as Ctrl-C does)."""
+    """``uno-train`` in a process group of its own (so a signal can reach it and its workers, as Ctrl-C does), with
+    Python's fault handler on, so that :func:`ended_within` can show where a stuck one is."""
     return subprocess.Popen([sys.executable, "-m", "train", *args], cwd=ROOT, start_new_session=True,
                             preexec_fn=as_from_a_terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            **changes)
+                            env=dict(os.environ, PYTHONFAULTHANDLER="1"), **changes)
+
+
+def ended_within(process: subprocess.Popen, seconds: float) -> int:
+    """The process's exit status once it ends; if it is still running after ``seconds`` (a bound, not a speed claim),
+    fail with every thread's stack, which SIGABRT makes the fault handler print."""
+    try:
+        return process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        os.kill(process.pid, signal.SIGABRT)
+        process.wait()
+        pytest.fail(f"still running {seconds:g} s later; its stacks and output:\n{process.stderr.read()}")
 
 
 def config_file(folder: Path, **pretrain) -> Path:
@@ -235,8 +247,9 @@ def test_sigterm_while_labelling_stops_the_same_way(tmp_path: Path):
     run = tmp_path / "run"
     process = labelling_run(config, run)
     os.kill(process.pid, signal.SIGTERM)  # the main process alone, as a job scheduler does
-    # A bound, not a speed claim: in the full suite beside a Ray cluster on the other core, 10 s was once too short.
-    assert process.wait(timeout=60) == 130
+    # In the full suite beside a Ray cluster on the other core, 10 s was once too short; 60 s once too, in a fresh
+    # clone's suite with two more busy processes on the two cores (docs/TESTING.md).
+    assert ended_within(process, 120) == 130
     assert "--resume" in process.stderr.read() and group_gone(process.pid)
 
 
