@@ -557,3 +557,21 @@ def _running(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_an_abandoned_pool_with_half_a_result_in_its_pipe_lets_the_process_end():
+    """A worker terminated while it writes its result leaves half a message in the pool's result pipe; the pool's
+    manager thread then waits for the rest forever, and Python joins that thread at exit: a SIGTERM-stopped labelling
+    run never ended (docs/TESTING.md, stop 26). Here the half message is planted: a header announcing 1,000 bytes, then
+    10 of them. ``abandon`` must end the manager thread."""
+    from train.evaluation.matches import abandon, make_executor
+
+    pool = make_executor(1)
+    assert pool.submit(os.getpid).result() != os.getpid()  # the worker and the manager thread are running
+    manager = pool._executor_manager_thread
+    os.write(pool._result_queue._writer.fileno(), (1000).to_bytes(4, "big") + b"0123456789")
+    time.sleep(0.5)  # the manager thread is now inside recv, waiting for 990 more bytes
+    assert manager.is_alive()
+    abandon(pool)
+    manager.join(timeout=30)  # a bound, not a speed claim: it ends at once
+    assert not manager.is_alive(), "the pool's manager thread is still waiting for the rest of the message"

@@ -193,6 +193,22 @@ def make_executor(workers: int) -> ProcessPoolExecutor:
                                initializer=_init_worker, initargs=(os.getpid(),))
 
 
+def abandon(pool: Executor) -> None:
+    """Stop a pool at once, after an interrupt or an error: queued work dropped, its processes terminated, nothing
+    waited for.
+
+    A worker terminated while it writes its result leaves half a message in a process pool's result pipe, and the
+    pool's manager thread then waits in ``recv`` for the rest, which never comes. Python joins that thread when it
+    exits, so the process never ended. CPython 3.11 did this to a SIGTERM-stopped labelling run (docs/TESTING.md).
+    Once the workers are gone, the last writer of that pipe is this process's end: closing it ends the read with EOF,
+    and the manager thread then takes the pool as broken and finishes."""
+    results = getattr(pool, "_result_queue", None)  # a ProcessPoolExecutor's; shutdown() forgets it
+    pool.shutdown(wait=False, cancel_futures=True)
+    stop_stray_processes()
+    if results is not None:
+        results._writer.close()
+
+
 def stop_stray_processes() -> None:
     """Terminate the processes this one started that are still alive once its pools are closed.
 
@@ -262,8 +278,7 @@ def run_matches(matchups: Sequence[tuple[Player, Player]], pairs: int, seed: int
                     finish(*futures[future], future.result())
             except BaseException:
                 if own:  # stopped (Ctrl-C, an error): not waiting for the chunks being played, which can take minutes
-                    pool.shutdown(wait=False, cancel_futures=True)
-                    stop_stray_processes()
+                    abandon(pool)
                 raise
             if own:
                 pool.shutdown()

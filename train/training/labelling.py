@@ -46,7 +46,7 @@ from tqdm import tqdm
 
 from agents.files import atomic_path, file_digest, set_aside, write_text
 from train.config import ConfigError
-from train.evaluation.matches import make_executor, stop_stray_processes
+from train.evaluation.matches import abandon, make_executor
 from train.interrupts import as_finished, signals_held
 from train.training import rollout_values
 from uno_env.belief import BeliefKind
@@ -221,9 +221,9 @@ class Workers:
         ``ProcessPoolExecutor.shutdown(wait=True)`` waiting forever, and a run must not hang at a round's end.
         """
         executor, self._executor = self._executor, None
-        if executor is not None and cancel:
-            executor.shutdown(wait=False, cancel_futures=True)
-        elif executor is not None:
+        if executor is None:
+            return
+        if not cancel:
             closing = threading.Thread(target=executor.shutdown, name="close-workers", daemon=True)
             closing.start()
             closing.join(CLOSE_TIMEOUT)
@@ -231,8 +231,8 @@ class Workers:
                 print(f"the labelling workers did not stop within {CLOSE_TIMEOUT:g} s; terminating them",
                       file=sys.stderr, flush=True)
                 cancel = True
-        if cancel:
-            stop_stray_processes()  # a process pool's shutdown would wait for the shards being labelled
+        if cancel:  # not waiting for the shards being labelled
+            abandon(executor)
 
     def __enter__(self) -> Workers:
         return self
