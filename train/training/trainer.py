@@ -53,7 +53,14 @@ from agents.ppo import PPOPolicy, load_model, load_network, read_settings, save_
 from agents.privileged import PrivilegedCriticPolicy
 from train.config import SELF, ConfigError, TrainConfig, config_to_dict, load_config
 from train.evaluation.belief_quality import METRICS, cluster_mean, measure_quality
-from train.evaluation.matches import MatchResult, evaluate, format_table, make_executor, stop_stray_processes
+from train.evaluation.matches import (
+    MatchResult,
+    abandon,
+    evaluate,
+    format_table,
+    make_executor,
+    stop_stray_processes,
+)
 from train.policies import resolve_policy
 from train.specs import checkpoint_path, label
 from train.training.labelling import Workers
@@ -260,10 +267,14 @@ class RunCallback(BaseCallback):
         self.training_env.env_method("set_opponent_mix", mix, pool)
         self.mix = mix
 
-    def close(self) -> None:
-        """Stop the evaluation workers (at once, dropping queued games, when training was interrupted)."""
+    def close(self, at_once: bool = False) -> None:
+        """Stop the evaluation workers, dropping queued games; ``at_once`` (training was interrupted): without waiting
+        for the running ones either (:func:`~train.evaluation.matches.abandon`)."""
         if self.executor is not None:
-            self.executor.shutdown(cancel_futures=True)
+            if at_once:
+                abandon(self.executor)
+            else:
+                self.executor.shutdown(cancel_futures=True)
             self.executor = None
 
     # ------------------------------------------------------------------ SB3 hooks
@@ -555,7 +566,7 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
             copy_file(final, run_dir / "best_model.zip")
         results = final_evaluation(config, run_dir, callback)
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM turned into one by the command line (train.cli.train)
-        callback.close()  # the workers first: they may be dead already (a terminal's Ctrl-C reaches them too)
+        callback.close(at_once=True)  # the workers first: they may be dead already (a terminal's Ctrl-C reaches them)
         saved = callback.save_checkpoint()
         callback.record.update(int(model.num_timesteps))
         phase = run_dir / "ppo_phase" / "state.pt"
