@@ -284,6 +284,54 @@ def test_resume_past_the_warm_start_refuses_a_pretrain_setting_it_could_no_longe
     assert same.wait(timeout=120) == 0, same.stderr.read()
 
 
+@pytest.mark.slow  # real uno-train processes
+def test_more_generations_on_a_finished_run_equal_a_run_that_had_them_from_the_start_even_if_killed(tmp_path: Path):
+    config = config_file(tmp_path, round_net_arch=None)  # every generation refits the run's network
+    whole = tmp_path / "whole"
+    done = start([str(config), "--run-dir", str(whole)])  # two generations at once
+    assert done.wait(timeout=240) == 0, done.stderr.read()
+    grown = tmp_path / "grown"
+    first = start([str(config), "--run-dir", str(grown), "--set", "pretrain.rounds=1"])
+    assert first.wait(timeout=240) == 0, first.stderr.read()
+    one = weights(grown / "best_model.zip")
+    finished = start(["--resume", str(grown)])
+    assert finished.wait(timeout=120) == 0
+    assert "--set pretrain.rounds=N with N > 1" in finished.stdout.read()  # what to ask for more
+    more = start(["--resume", str(grown), "--set", "pretrain.rounds=2"])
+    deadline = time.monotonic() + 120
+    while not list((grown / "pretrain" / "round_2").glob("shard_*.npz")):
+        assert time.monotonic() < deadline and more.poll() is None, more.stderr.read()
+        time.sleep(0.2)
+    os.killpg(more.pid, signal.SIGKILL)  # mid-generation: the resume needs no --set, the folder says what was asked
+    more.wait()
+    resumed = start(["--resume", str(grown)])
+    assert resumed.wait(timeout=240) == 0, resumed.stderr.read()
+    labels = all_labels(grown)
+    assert len(labels) == 2
+    for a, b in zip(all_labels(whole), labels, strict=True):
+        assert same_labels(a, b)
+    for path in ("checkpoints/step_000000000.zip", "best_model.zip"):
+        for a, b in zip(weights(whole / path), weights(grown / path), strict=True):
+            assert np.array_equal(a, b)
+    assert any(not np.array_equal(a, b) for a, b in zip(one, weights(grown / "best_model.zip"), strict=True))
+    for a, b in zip(one, weights(grown / "pretrain" / "round_1.zip"), strict=True):  # generation 1 is kept
+        assert np.array_equal(a, b)
+
+
+@pytest.mark.slow  # real uno-train processes
+def test_more_generations_with_another_setting_are_refused_by_name_and_change_nothing(tmp_path: Path):
+    config = config_file(tmp_path, rounds=1)
+    run = tmp_path / "run"
+    done = start([str(config), "--run-dir", str(run)])
+    assert done.wait(timeout=240) == 0, done.stderr.read()
+    before = {path: path.read_bytes() for path in run.rglob("*") if path.is_file()}
+    refused = start(["--resume", str(run), "--set", "pretrain.rounds=2", "--set", "pretrain.epochs=3"])
+    assert refused.wait(timeout=120) == 2
+    err = refused.stderr.read()
+    assert "cannot add generations" in err and "pretrain.epochs = 3" in err and "ran with pretrain.epochs = 2" in err
+    assert {path: path.read_bytes() for path in run.rglob("*") if path.is_file()} == before
+
+
 def test_close_terminates_workers_whose_pool_does_not_shut_down(monkeypatch: pytest.MonkeyPatch):
     """A pool that never finishes shutting down (here: a task that would run an hour; in CPython 3.11 also a
     worker killed as the pool closes) is ended by its workers' termination after the bounded wait, not waited for."""

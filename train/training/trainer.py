@@ -470,12 +470,61 @@ def _check_warm_start_unchanged(config: TrainConfig, run_dir: Path) -> None:
                               f"start, which ran with pretrain.{key} = {was!r}; set it back, or start a new run")
 
 
+def _more_generations(config: TrainConfig, run_dir: Path) -> bool:
+    """Whether ``--resume`` asks a warm-start-only run for generations it has not made: ``pretrain.rounds`` raised
+    (or raised before a kill) on a run with no PPO, whose last round is not on disk.
+
+    Every other ``pretrain`` setting must be the recorded one (``round_simulations`` may only be extended): a
+    ``ConfigError`` names the first that differs. A smaller ``rounds`` is left to :func:`_check_warm_start_unchanged`.
+    """
+    if not (run_dir / "config.yaml").is_file() or config.total_timesteps or config.ppo_phase.steps \
+            or config.pretrain.teacher is None or config.pretrain.labels == "moves":
+        return False
+    recorded = load_config(run_dir / "config.yaml", [])
+    was, asked = recorded.pretrain, config.pretrain
+    if recorded.total_timesteps or recorded.ppo_phase.steps or asked.rounds < was.rounds \
+            or (run_dir / "pretrain" / f"round_{asked.rounds}.json").is_file():
+        return False
+    for key in asked.__dataclass_fields__:
+        before, now = getattr(was, key), getattr(asked, key)
+        extended = key == "round_simulations" and before is not None and now is not None \
+            and now[:len(before)] == before
+        if key != "rounds" and before != now and not extended:
+            raise ConfigError(f"cannot add generations to {run_dir} with pretrain.{key} = {now!r}: its generations "
+                              f"so far ran with pretrain.{key} = {before!r}; only pretrain.rounds (and "
+                              "pretrain.round_simulations, extended) may change")
+    return True
+
+
+def _reopen_warm_start(config: TrainConfig, run_dir: Path) -> None:
+    """Make a finished warm-start-only run a run stopped during its warm start, which ``--resume`` continues.
+
+    Its checkpoint and best model are the last generation's network, which ``pretrain/round_K.zip`` keeps; they and
+    the step-0 evaluations are made again from the new last generation. The final evaluation moves to
+    ``pretrain/round_K_final_eval.json`` (and ``.md``). The new ``config.yaml`` is written first and the checkpoints
+    removed last, so a kill at any moment leaves a folder that ``--resume`` continues the same way.
+    """
+    write_text(run_dir / "config.yaml", yaml.safe_dump(config_to_dict(config), sort_keys=False))
+    rounds = (path.stem.removeprefix("round_") for path in (run_dir / "pretrain").glob("round_*.json"))
+    kept = max((int(number) for number in rounds if number.isdigit()), default=0)
+    for suffix in ("json", "md"):
+        final = run_dir / f"final_eval.{suffix}"
+        if final.is_file():
+            final.replace(run_dir / "pretrain" / f"round_{kept}_final_eval.{suffix}")
+    for derived in (run_dir / "best_model.zip", run_dir / "evaluations.jsonl",
+                    *sorted((run_dir / "checkpoints").glob("step_*.zip"))):
+        derived.unlink(missing_ok=True)
+    print(f"{run_dir}: adding generations {kept + 1} to {config.pretrain.rounds} to the {kept} made", flush=True)
+
+
 def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None, quiet: bool,
            on_evaluation: EvaluationHook | None, address: str | None) -> Path:
     """:func:`train`, with the run folder locked."""
     checkpoints = run_dir / "checkpoints"
     opponent_belief(config)  # a ConfigError here, before the envs are built, names the checkpoints at fault
     _check_checkpoint_players(config)
+    if resume and _more_generations(config, run_dir):
+        _reopen_warm_start(config, run_dir)
     if resume and not (checkpoints.is_dir() and any(checkpoints.glob("step_*.zip"))):
         # Stopped during the warm start: it starts again on the same folder and reuses what it had made.
         if config.pretrain.teacher is None or not (run_dir / "config.yaml").is_file():
@@ -503,9 +552,11 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
             raise ConfigError(f"cannot resume {run_dir}: {error}") from None
         if start_step >= config.total_timesteps and finished(run_dir):  # checked once the settings matched
             venv.close()
+            more = f"add --set pretrain.rounds=N with N > {config.pretrain.rounds} (more generations)" \
+                if not start_step and config.pretrain.labels != "moves" else \
+                f"add --set total_timesteps=N with N > {start_step}"
             print(f"run {run_dir} is finished ({start_step:,} steps; final evaluation in "
-                  f"{run_dir / 'final_eval.md'}): nothing to do. To train longer, add "
-                  f"--set total_timesteps=N with N > {start_step}.", flush=True)
+                  f"{run_dir / 'final_eval.md'}): nothing to do. To train longer, {more}.", flush=True)
             return run_dir
         repair_records(run_dir, start_step)
         model.set_random_seed(config.seed + start_step)
