@@ -13,8 +13,10 @@ kept generations.
 With ``--pairs``, the first and the last generation's networks (``pretrain/round_1.zip``, ``pretrain/round_N.zip``)
 of each run play ``rule`` again on that many fresh deal pairs of ``--seed``, and the table gets the paired difference
 last minus first with its 95% interval (:func:`train.evaluation.statistics.difference_interval`): whether the run
-climbed, on deals that chose nothing. ``--start SPEC`` also plays the network the runs started from (a run with
-``policy.init``, e.g. a shipped agent) on the same deals, and adds each run's last generation minus it.
+climbed, on deals that chose nothing. With ``--every``, every generation plays them, in a table per run and in the
+figure's left panel (the curve of a run without a gate). ``--start SPEC`` also plays the network the runs started
+from (a run with ``policy.init``, e.g. a shipped agent) on the same deals, and adds each run's last generation minus
+it.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ matplotlib.use("Agg")  # files only: no display on a CI machine
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 
 from train.evaluation.matches import evaluate  # noqa: E402
-from train.evaluation.statistics import difference_interval  # noqa: E402
+from train.evaluation.statistics import difference_interval, score_interval  # noqa: E402
 
 _ROUND = re.compile(r"round_(\d+)\.json")
 
@@ -60,11 +62,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=12346, help="the fresh deals' seed")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--start", help="with --pairs: the player the runs started from, compared with each last")
+    parser.add_argument("--every", action="store_true",
+                        help="with --pairs: every generation on the fresh deals, not only the first and the last")
     args = parser.parse_args(argv)
     labels = args.labels or [run.name for run in args.runs]
     if len(labels) != len(args.runs):
         parser.error(f"--labels needs one label per run: {len(args.runs)} runs, {len(labels)} labels")
     curves = [read_generations(run) for run in args.runs]
+    runs_scores: list[list] = []  # with --pairs: each run's networks on the fresh deals
     for label, records in zip(labels, curves, strict=True):
         print(f"\n{label}\n")
         print("| generation | vs rule | vs random | vs previous | kept | held-out agreement | positions/s | seconds |")
@@ -76,19 +81,31 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['metrics']['held_out_agreement']:.1%} | {'-' if rate is None else f'{rate:,.0f}'} | "
                   f"{r['seconds']:,.0f} |")
     if args.pairs:
-        print(f"\nlast minus first generation against rule, {args.pairs} deal pairs of seed {args.seed}:\n")
         start = evaluate(args.start, ["rule"], args.pairs, args.seed, workers=args.workers)[0] if args.start else None
+        for label, run, records in zip(labels, args.runs, curves, strict=True):
+            networks = [run / "pretrain" / f"round_{r['generation']}.zip" for r in records] if args.every else \
+                [run / "pretrain" / f"round_{records[n]['generation']}.zip" for n in (0, -1)]
+            scores = [evaluate(str(path), ["rule"], args.pairs, args.seed, workers=args.workers)[0]
+                      for path in networks]
+            runs_scores.append(scores)
+            if args.every:
+                print(f"\n{label}: every generation against rule, {args.pairs} deal pairs of seed {args.seed}:\n")
+                print("| generation | vs rule | minus the first (95% CI) |" + (" minus the start (95% CI) |"
+                                                                             if start else ""))
+                print("| ---: | ---: | ---: |" + (" ---: |" if start else ""))
+                for record, score in zip(records, scores, strict=True):
+                    print(f"| {record['generation']} | {score.score:.1%} | "
+                          + _difference(score.pair_scores, scores[0].pair_scores)
+                          + (_difference(score.pair_scores, start.pair_scores) if start else ""))
+        print(f"\nlast minus first generation against rule, {args.pairs} deal pairs of seed {args.seed}:\n")
         print("| run | first | last | last minus first (95% CI) |" + (" start | last minus start (95% CI) |"
                                                                       if start else ""))
         print("| --- | ---: | ---: | ---: |" + (" ---: | ---: |" if start else ""))
-        for label, run, records in zip(labels, args.runs, curves, strict=True):
-            first, last = (run / "pretrain" / f"round_{records[n]['generation']}.zip" for n in (0, -1))
-            scores = [evaluate(str(path), ["rule"], args.pairs, args.seed, workers=args.workers)[0]
-                      for path in (first, last)]
-            row = f"| {label} | {scores[0].score:.1%} | {scores[1].score:.1%} | " + \
-                _difference(scores[1].pair_scores, scores[0].pair_scores)
+        for label, scores in zip(labels, runs_scores, strict=True):
+            row = f"| {label} | {scores[0].score:.1%} | {scores[-1].score:.1%} | " + \
+                _difference(scores[-1].pair_scores, scores[0].pair_scores)
             if start is not None:
-                row += f" {start.score:.1%} | " + _difference(scores[1].pair_scores, start.pair_scores)
+                row += f" {start.score:.1%} | " + _difference(scores[-1].pair_scores, start.pair_scores)
             print(row)
     if args.out:
         figure, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharex=True)
@@ -99,10 +116,17 @@ def main(argv: list[str] | None = None) -> int:
                 x = [r["generation"] for r in rows]
                 ax.plot(x, [r[key] for r in rows], marker="o", label=label)
                 ax.fill_between(x, [r[key + "/low"] for r in rows], [r[key + "/high"] for r in rows], alpha=0.2)
+            if opponent == "rule" and args.every:
+                for label, records, scores in zip(labels, curves, runs_scores, strict=True):
+                    x = [r["generation"] for r in records]
+                    bounds = [score_interval(score.pair_scores) for score in scores]
+                    ax.plot(x, [score.score for score in scores], marker="s", linestyle="--",
+                            label=f"{label}, {args.pairs} fresh pairs")
+                    ax.fill_between(x, [b[0] for b in bounds], [b[1] for b in bounds], alpha=0.2)
             ax.axhline(0.5, color="grey", linewidth=0.8)
             ax.set_title(f"against {opponent}")
             ax.set_xlabel("generation")
-            ax.set_ylabel("win rate (gate deals, 95% CI)")
+            ax.set_ylabel("win rate (95% CI)")
         axes[0].legend()
         figure.tight_layout()
         args.out.parent.mkdir(parents=True, exist_ok=True)
