@@ -514,7 +514,9 @@ def _reopen_warm_start(config: TrainConfig, run_dir: Path) -> None:
     for derived in (run_dir / "best_model.zip", run_dir / "evaluations.jsonl",
                     *sorted((run_dir / "checkpoints").glob("step_*.zip"))):
         derived.unlink(missing_ok=True)
-    print(f"{run_dir}: adding generations {kept + 1} to {config.pretrain.rounds} to the {kept} made", flush=True)
+    new = f"generation {kept + 1}" if kept + 1 == config.pretrain.rounds else \
+        f"generations {kept + 1} to {config.pretrain.rounds}"
+    print(f"{run_dir}: adding {new} to the {kept} made", flush=True)
 
 
 def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None, quiet: bool,
