@@ -471,14 +471,15 @@ def _check_warm_start_unchanged(config: TrainConfig, run_dir: Path) -> None:
 
 
 def _more_generations(config: TrainConfig, run_dir: Path) -> bool:
-    """Whether ``--resume`` asks a warm-start-only run for generations it has not made: ``pretrain.rounds`` raised
-    (or raised before a kill) on a run with no PPO, whose last round is not on disk.
+    """Whether ``--resume`` asks a finished warm-start-only run for generations it has not made: ``pretrain.rounds``
+    raised (or raised before a kill) on a run with no PPO that has its checkpoint, whose last round is not on disk.
 
     Every other ``pretrain`` setting must be the recorded one (``round_simulations`` may only be extended): a
     ``ConfigError`` names the first that differs. A smaller ``rounds`` is left to :func:`_check_warm_start_unchanged`.
     """
     if not (run_dir / "config.yaml").is_file() or config.total_timesteps or config.ppo_phase.steps \
-            or config.pretrain.teacher is None or config.pretrain.labels == "moves":
+            or config.pretrain.teacher is None or config.pretrain.labels == "moves" \
+            or not any((run_dir / "checkpoints").glob("step_*.zip")):  # no checkpoint: stopped in its warm start
         return False
     recorded = load_config(run_dir / "config.yaml", [])
     was, asked = recorded.pretrain, config.pretrain
