@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
                 for record, score in zip(records, scores, strict=True):
                     print(f"| {record['generation']} | {score.score:.1%} | "
                           + _difference(score.pair_scores, scores[0].pair_scores)
-                          + (_difference(score.pair_scores, start.pair_scores) if start else ""))
+                          + (" " + _difference(score.pair_scores, start.pair_scores) if start else ""))
         print(f"\nlast minus first generation against rule, {args.pairs} deal pairs of seed {args.seed}:\n")
         print("| run | first | last | last minus first (95% CI) |" + (" start | last minus start (95% CI) |"
                                                                       if start else ""))
@@ -113,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
             key = f"win_rate/{opponent}"
             for label, records in zip(labels, curves, strict=True):
                 rows = [r for r in records if key in r]
+                if not rows:  # a run without a gate
+                    continue
                 x = [r["generation"] for r in rows]
                 ax.plot(x, [r[key] for r in rows], marker="o", label=label)
                 ax.fill_between(x, [r[key + "/low"] for r in rows], [r[key + "/high"] for r in rows], alpha=0.2)
