@@ -198,6 +198,14 @@ def labelling_run(config: Path, run: Path) -> subprocess.Popen:
     return process
 
 
+def finished_run(tmp_path: Path) -> Path:
+    """A finished one-generation tiny run's folder."""
+    run = tmp_path / "run"
+    done = start([str(config_file(tmp_path, rounds=1)), "--run-dir", str(run)])
+    assert done.wait(timeout=240) == 0, done.stderr.read()
+    return run
+
+
 @pytest.mark.slow  # real uno-train processes
 def test_kill_9_at_random_moments_then_resume_gives_the_same_labels_and_model(tmp_path: Path):
     config = config_file(tmp_path)
@@ -270,10 +278,7 @@ def test_resume_with_another_labelling_setting_is_refused_by_name(tmp_path: Path
 
 @pytest.mark.slow  # real uno-train processes
 def test_resume_past_the_warm_start_refuses_a_pretrain_setting_it_could_no_longer_use(tmp_path: Path):
-    config = config_file(tmp_path, rounds=1)
-    run = tmp_path / "run"
-    done = start([str(config), "--run-dir", str(run)])
-    assert done.wait(timeout=240) == 0, done.stderr.read()
+    run = finished_run(tmp_path)
     before = (run / "config.yaml").read_text()
     refused = start(["--resume", str(run), "--set", "pretrain.search_simulations=30"])
     assert refused.wait(timeout=120) == 2
@@ -320,10 +325,7 @@ def test_more_generations_on_a_finished_run_equal_a_run_that_had_them_from_the_s
 
 @pytest.mark.slow  # real uno-train processes
 def test_more_generations_with_another_setting_are_refused_by_name_and_change_nothing(tmp_path: Path):
-    config = config_file(tmp_path, rounds=1)
-    run = tmp_path / "run"
-    done = start([str(config), "--run-dir", str(run)])
-    assert done.wait(timeout=240) == 0, done.stderr.read()
+    run = finished_run(tmp_path)
     before = {path: path.read_bytes() for path in run.rglob("*") if path.is_file()}
     refused = start(["--resume", str(run), "--set", "pretrain.rounds=2", "--set", "pretrain.epochs=3"])
     assert refused.wait(timeout=120) == 2

@@ -456,18 +456,31 @@ def _records(run_dir: Path) -> bool:
     return any(path.name != LOCK and not (path.is_dir() and not any(path.iterdir())) for path in run_dir.iterdir())
 
 
+def _pretrain_change(run_dir: Path, asked: Any, growing: bool = False) -> tuple[str, Any, Any] | None:
+    """The first ``pretrain`` setting of ``asked`` that differs from the one ``run_dir/config.yaml`` records, as
+    (key, recorded, asked), or None. ``growing``: a larger ``rounds`` and an extended ``round_simulations`` (more
+    generations) do not count."""
+    was = load_config(run_dir / "config.yaml", []).pretrain
+    for key in asked.__dataclass_fields__:
+        before, now = getattr(was, key), getattr(asked, key)
+        grown = growing and (key == "rounds" and now >= before or key == "round_simulations" and before is not None
+                             and now is not None and now[:len(before)] == before)
+        if before != now and not grown:
+            return key, before, now
+    return None
+
+
 def _check_warm_start_unchanged(config: TrainConfig, run_dir: Path) -> None:
     """Refuse (``ConfigError``, naming the setting) a resume past the first checkpoint that changes a ``pretrain``
     setting: the warm start comes before it, so the change could not act, and ``config.yaml`` would then describe a
     run that never ran."""
     if not (run_dir / "config.yaml").is_file():  # train() called with a config of its own: nothing recorded
         return
-    recorded = load_config(run_dir / "config.yaml", []).pretrain
-    for key in config.pretrain.__dataclass_fields__:
-        was, asked = getattr(recorded, key), getattr(config.pretrain, key)
-        if was != asked:
-            raise ConfigError(f"cannot resume {run_dir} with pretrain.{key} = {asked!r}: the run is past its warm "
-                              f"start, which ran with pretrain.{key} = {was!r}; set it back, or start a new run")
+    change = _pretrain_change(run_dir, config.pretrain)
+    if change is not None:
+        key, was, asked = change
+        raise ConfigError(f"cannot resume {run_dir} with pretrain.{key} = {asked!r}: the run is past its warm "
+                          f"start, which ran with pretrain.{key} = {was!r}; set it back, or start a new run")
 
 
 def _more_generations(config: TrainConfig, run_dir: Path) -> bool:
@@ -482,18 +495,15 @@ def _more_generations(config: TrainConfig, run_dir: Path) -> bool:
             or not any((run_dir / "checkpoints").glob("step_*.zip")):  # no checkpoint: stopped in its warm start
         return False
     recorded = load_config(run_dir / "config.yaml", [])
-    was, asked = recorded.pretrain, config.pretrain
-    if recorded.total_timesteps or recorded.ppo_phase.steps or asked.rounds < was.rounds \
-            or (run_dir / "pretrain" / f"round_{asked.rounds}.json").is_file():
+    if recorded.total_timesteps or recorded.ppo_phase.steps or config.pretrain.rounds < recorded.pretrain.rounds \
+            or (run_dir / "pretrain" / f"round_{config.pretrain.rounds}.json").is_file():
         return False
-    for key in asked.__dataclass_fields__:
-        before, now = getattr(was, key), getattr(asked, key)
-        extended = key == "round_simulations" and before is not None and now is not None \
-            and now[:len(before)] == before
-        if key != "rounds" and before != now and not extended:
-            raise ConfigError(f"cannot add generations to {run_dir} with pretrain.{key} = {now!r}: its generations "
-                              f"so far ran with pretrain.{key} = {before!r}; only pretrain.rounds (and "
-                              "pretrain.round_simulations, extended) may change")
+    change = _pretrain_change(run_dir, config.pretrain, growing=True)
+    if change is not None:
+        key, was, asked = change
+        raise ConfigError(f"cannot add generations to {run_dir} with pretrain.{key} = {asked!r}: its generations "
+                          f"so far ran with pretrain.{key} = {was!r}; only pretrain.rounds (and "
+                          "pretrain.round_simulations, extended) may change")
     return True
 
 
