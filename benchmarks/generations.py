@@ -93,9 +93,9 @@ def main(argv: list[str] | None = None) -> int:
                 print("| generation | vs rule | minus the first (95% CI) |" + (" minus the start (95% CI) |"
                                                                              if start else ""))
                 print("| ---: | ---: | ---: |" + (" ---: |" if start else ""))
-                for record, score in zip(records, scores, strict=True):
+                for n, (record, score) in enumerate(zip(records, scores, strict=True)):
                     print(f"| {record['generation']} | {score.score:.1%} | "
-                          + _difference(score.pair_scores, scores[0].pair_scores)
+                          + ("- |" if n == 0 else _difference(score.pair_scores, scores[0].pair_scores))
                           + (" " + _difference(score.pair_scores, start.pair_scores) if start else ""))
         print(f"\nlast minus first generation against rule, {args.pairs} deal pairs of seed {args.seed}:\n")
         print("| run | first | last | last minus first (95% CI) |" + (" start | last minus start (95% CI) |"
