@@ -14,9 +14,10 @@ With ``--pairs``, the first and the last generation's networks (``pretrain/round
 of each run play ``rule`` again on that many fresh deal pairs of ``--seed``, and the table gets the paired difference
 last minus first with its 95% interval (:func:`train.evaluation.statistics.difference_interval`): whether the run
 climbed, on deals that chose nothing. With ``--every``, every generation plays them, in a table per run and in the
-figure's left panel (the curve of a run without a gate). ``--start SPEC`` also plays the network the runs started
-from (a run with ``policy.init``, e.g. a shipped agent) on the same deals, and adds each run's last generation minus
-it.
+figure: beside the gate's curve against ``rule`` (the curve of a run without a gate), and in a panel of its own as each
+generation minus the first, paired. ``--start SPEC`` also plays the network the runs started from (a run with
+``policy.init``, e.g. a shipped agent) on the same deals, adds each run's last generation minus it, and draws it as a
+line. The ``random`` panel is drawn only for runs with a gate.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--labels needs one label per run: {len(args.runs)} runs, {len(labels)} labels")
     curves = [read_generations(run) for run in args.runs]
     runs_scores: list[list] = []  # with --pairs: each run's networks on the fresh deals
+    start = None  # with --pairs and --start: the start's result on the fresh deals
     for label, records in zip(labels, curves, strict=True):
         print(f"\n{label}\n")
         print("| generation | vs rule | vs random | vs previous | kept | held-out agreement | positions/s | seconds |")
@@ -81,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['metrics']['held_out_agreement']:.1%} | {'-' if rate is None else f'{rate:,.0f}'} | "
                   f"{r['seconds']:,.0f} |")
     if args.pairs:
-        start = evaluate(args.start, ["rule"], args.pairs, args.seed, workers=args.workers)[0] if args.start else None
+        if args.start:
+            start = evaluate(args.start, ["rule"], args.pairs, args.seed, workers=args.workers)[0]
         for label, run, records in zip(labels, args.runs, curves, strict=True):
             networks = [run / "pretrain" / f"round_{r['generation']}.zip" for r in records] if args.every else \
                 [run / "pretrain" / f"round_{records[n]['generation']}.zip" for n in (0, -1)]
@@ -108,33 +111,53 @@ def main(argv: list[str] | None = None) -> int:
                 row += f" {start.score:.1%} | " + _difference(scores[-1].pair_scores, start.pair_scores)
             print(row)
     if args.out:
-        figure, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharex=True)
-        for ax, opponent in zip(axes, ("rule", "random"), strict=True):
-            key = f"win_rate/{opponent}"
+        _draw(args.out, labels, curves, runs_scores if args.every else None, start, args.pairs)
+        print(f"\nwrote {args.out}", file=sys.stderr)
+    return 0
+
+
+def _draw(out: Path, labels: list[str], curves: list[list[dict]], every: list[list] | None, start, pairs: int) -> None:
+    """The figure: win rates against ``rule`` by generation (the gate's and, with ``every``, the fresh deals'), against
+    ``random`` when a gate measured it, and with ``every`` each generation minus the first, paired, on the fresh
+    deals (the climb the noise of the absolute rates hides). Every curve has its 95% interval as a band."""
+    gated_random = any("win_rate/random" in r for records in curves for r in records)
+    panels = ["rule"] + (["random"] if gated_random else []) + (["gain"] if every else [])
+    figure, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.8), sharex=True, squeeze=False)
+    for ax, panel in zip(axes[0], panels, strict=True):
+        if panel == "gain":
+            for label, records, scores in zip(labels, curves, every, strict=True):
+                x = [r["generation"] for r in records]
+                bounds = [difference_interval(score.pair_scores, scores[0].pair_scores) for score in scores]
+                ax.plot(x, [b[0] for b in bounds], marker="s", linestyle="--", label=label)
+                ax.fill_between(x, [b[1] for b in bounds], [b[2] for b in bounds], alpha=0.2)
+            ax.axhline(0.0, color="grey", linewidth=0.8)
+            ax.set_title(f"minus generation 1 against rule ({pairs} fresh pairs, paired)")
+            ax.set_ylabel("win-rate difference (95% CI)")
+        else:
+            key = f"win_rate/{panel}"
             for label, records in zip(labels, curves, strict=True):
                 rows = [r for r in records if key in r]
-                if not rows:  # a run without a gate
-                    continue
-                x = [r["generation"] for r in rows]
-                ax.plot(x, [r[key] for r in rows], marker="o", label=label)
-                ax.fill_between(x, [r[key + "/low"] for r in rows], [r[key + "/high"] for r in rows], alpha=0.2)
-            if opponent == "rule" and args.every:
-                for label, records, scores in zip(labels, curves, runs_scores, strict=True):
+                if rows:  # a run without a gate has none
+                    x = [r["generation"] for r in rows]
+                    ax.plot(x, [r[key] for r in rows], marker="o", label=f"{label} (gate)")
+                    ax.fill_between(x, [r[key + "/low"] for r in rows], [r[key + "/high"] for r in rows], alpha=0.2)
+            if panel == "rule" and every:
+                for label, records, scores in zip(labels, curves, every, strict=True):
                     x = [r["generation"] for r in records]
                     bounds = [score_interval(score.pair_scores) for score in scores]
                     ax.plot(x, [score.score for score in scores], marker="s", linestyle="--",
-                            label=f"{label}, {args.pairs} fresh pairs")
+                            label=f"{label}, {pairs} fresh pairs")
                     ax.fill_between(x, [b[0] for b in bounds], [b[1] for b in bounds], alpha=0.2)
+            if panel == "rule" and start is not None:
+                ax.axhline(start.score, color="black", linestyle=":", linewidth=1, label="the start, fresh pairs")
             ax.axhline(0.5, color="grey", linewidth=0.8)
-            ax.set_title(f"against {opponent}")
-            ax.set_xlabel("generation")
+            ax.set_title(f"against {panel}")
             ax.set_ylabel("win rate (95% CI)")
-        axes[0].legend()
-        figure.tight_layout()
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        figure.savefig(args.out, dpi=110)
-        print(f"\nwrote {args.out}", file=sys.stderr)
-    return 0
+            ax.legend(fontsize=8)
+        ax.set_xlabel("generation")
+    figure.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(out, dpi=110)
 
 
 def _difference(after: list[float], before: list[float]) -> str:
