@@ -131,7 +131,7 @@ def _draw(out: Path, labels: list[str], curves: list[list[dict]], every: list[li
                 ax.plot(x, [b[0] for b in bounds], marker="s", linestyle="--", label=label)
                 ax.fill_between(x, [b[1] for b in bounds], [b[2] for b in bounds], alpha=0.2)
             ax.axhline(0.0, color="grey", linewidth=0.8)
-            ax.set_title(f"minus generation 1 against rule ({pairs} fresh pairs, paired)")
+            ax.set_title(f"against rule, minus generation 1 (paired, {pairs} fresh pairs)", fontsize=10)
             ax.set_ylabel("win-rate difference (95% CI)")
         else:
             key = f"win_rate/{panel}"
