@@ -27,6 +27,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -116,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _draw(out: Path, labels: list[str], curves: list[list[dict]], every: list[list] | None, start, pairs: int) -> None:
+def _draw(out: Path, labels: list[str], curves: list[list[dict]], every: list[list] | None, start: Any | None,
+          pairs: int) -> None:
     """The figure: win rates against ``rule`` by generation (the gate's and, with ``every``, the fresh deals'), against
     ``random`` when a gate measured it, and with ``every`` each generation minus the first, paired, on the fresh
     deals (the climb the noise of the absolute rates hides). Every curve has its 95% interval as a band."""

@@ -456,11 +456,10 @@ def _records(run_dir: Path) -> bool:
     return any(path.name != LOCK and not (path.is_dir() and not any(path.iterdir())) for path in run_dir.iterdir())
 
 
-def _pretrain_change(run_dir: Path, asked: Any, growing: bool = False) -> tuple[str, Any, Any] | None:
-    """The first ``pretrain`` setting of ``asked`` that differs from the one ``run_dir/config.yaml`` records, as
-    (key, recorded, asked), or None. ``growing``: a larger ``rounds`` and an extended ``round_simulations`` (more
-    generations) do not count."""
-    was = load_config(run_dir / "config.yaml", []).pretrain
+def _pretrain_change(was: Any, asked: Any, growing: bool = False) -> tuple[str, Any, Any] | None:
+    """The first ``pretrain`` setting of ``asked`` that differs from the recorded ``was``, as (key, recorded, asked),
+    or None. ``growing``: a larger ``rounds`` and an extended ``round_simulations`` (more generations) do not
+    count."""
     for key in asked.__dataclass_fields__:
         before, now = getattr(was, key), getattr(asked, key)
         grown = growing and (key == "rounds" and now >= before or key == "round_simulations" and before is not None
@@ -476,7 +475,7 @@ def _check_warm_start_unchanged(config: TrainConfig, run_dir: Path) -> None:
     run that never ran."""
     if not (run_dir / "config.yaml").is_file():  # train() called with a config of its own: nothing recorded
         return
-    change = _pretrain_change(run_dir, config.pretrain)
+    change = _pretrain_change(load_config(run_dir / "config.yaml", []).pretrain, config.pretrain)
     if change is not None:
         key, was, asked = change
         raise ConfigError(f"cannot resume {run_dir} with pretrain.{key} = {asked!r}: the run is past its warm "
@@ -498,7 +497,7 @@ def _more_generations(config: TrainConfig, run_dir: Path) -> bool:
     if recorded.total_timesteps or recorded.ppo_phase.steps or config.pretrain.rounds < recorded.pretrain.rounds \
             or (run_dir / "pretrain" / f"round_{config.pretrain.rounds}.json").is_file():
         return False
-    change = _pretrain_change(run_dir, config.pretrain, growing=True)
+    change = _pretrain_change(recorded.pretrain, config.pretrain, growing=True)
     if change is not None:
         key, was, asked = change
         raise ConfigError(f"cannot add generations to {run_dir} with pretrain.{key} = {asked!r}: its generations "
