@@ -26,6 +26,7 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display on a CI machine
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 
-from train.evaluation.matches import evaluate  # noqa: E402
+from train.evaluation.matches import MatchResult, evaluate  # noqa: E402
 from train.evaluation.statistics import difference_interval, score_interval  # noqa: E402
 
 _ROUND = re.compile(r"round_(\d+)\.json")
@@ -71,8 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     if len(labels) != len(args.runs):
         parser.error(f"--labels needs one label per run: {len(args.runs)} runs, {len(labels)} labels")
     curves = [read_generations(run) for run in args.runs]
-    runs_scores: list[list] = []  # with --pairs: each run's networks on the fresh deals
-    start = None  # with --pairs and --start: the start's result on the fresh deals
+    runs_scores: list[list[MatchResult]] = []  # with --pairs: each run's networks on the fresh deals
+    start: MatchResult | None = None  # with --pairs and --start: the start's result on the fresh deals
     for label, records in zip(labels, curves, strict=True):
         print(f"\n{label}\n")
         print("| generation | vs rule | vs random | vs previous | kept | held-out agreement | positions/s | seconds |")
@@ -117,8 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _draw(out: Path, labels: list[str], curves: list[list[dict]], every: list[list] | None, start: Any | None,
-          pairs: int) -> None:
+def _draw(out: Path, labels: list[str], curves: list[list[dict]], every: list[list[MatchResult]] | None,
+          start: MatchResult | None, pairs: int) -> None:
     """The figure: win rates against ``rule`` by generation (the gate's and, with ``every``, the fresh deals'), against
     ``random`` when a gate measured it, and with ``every`` each generation minus the first, paired, on the fresh
     deals (the climb the noise of the absolute rates hides). Every curve has its 95% interval as a band."""
@@ -130,8 +131,7 @@ def _draw(out: Path, labels: list[str], curves: list[list[dict]], every: list[li
             for label, records, scores in zip(labels, curves, every, strict=True):
                 x = [r["generation"] for r in records]
                 bounds = [difference_interval(score.pair_scores, scores[0].pair_scores) for score in scores]
-                ax.plot(x, [b[0] for b in bounds], marker="s", linestyle="--", label=label)
-                ax.fill_between(x, [b[1] for b in bounds], [b[2] for b in bounds], alpha=0.2)
+                _band(ax, x, *zip(*bounds, strict=True), label=label, marker="s", linestyle="--")
             ax.axhline(0.0, color="grey", linewidth=0.8)
             ax.set_title(f"against rule, minus generation 1 (paired, {pairs} fresh pairs)", fontsize=10)
             ax.set_ylabel("win-rate difference (95% CI)")
@@ -140,16 +140,14 @@ def _draw(out: Path, labels: list[str], curves: list[list[dict]], every: list[li
             for label, records in zip(labels, curves, strict=True):
                 rows = [r for r in records if key in r]
                 if rows:  # a run without a gate has none
-                    x = [r["generation"] for r in rows]
-                    ax.plot(x, [r[key] for r in rows], marker="o", label=f"{label} (gate)")
-                    ax.fill_between(x, [r[key + "/low"] for r in rows], [r[key + "/high"] for r in rows], alpha=0.2)
+                    _band(ax, [r["generation"] for r in rows], [r[key] for r in rows], [r[key + "/low"] for r in rows],
+                          [r[key + "/high"] for r in rows], label=f"{label} (gate)", marker="o")
             if panel == "rule" and every:
                 for label, records, scores in zip(labels, curves, every, strict=True):
                     x = [r["generation"] for r in records]
-                    bounds = [score_interval(score.pair_scores) for score in scores]
-                    ax.plot(x, [score.score for score in scores], marker="s", linestyle="--",
-                            label=f"{label}, {pairs} fresh pairs")
-                    ax.fill_between(x, [b[0] for b in bounds], [b[1] for b in bounds], alpha=0.2)
+                    low, high, _ = zip(*(score_interval(score.pair_scores) for score in scores), strict=True)
+                    _band(ax, x, [score.score for score in scores], low, high, label=f"{label}, {pairs} fresh pairs",
+                          marker="s", linestyle="--")
             if panel == "rule" and start is not None:
                 ax.axhline(start.score, color="black", linestyle=":", linewidth=1, label="the start, fresh pairs")
             ax.axhline(0.5, color="grey", linewidth=0.8)
@@ -160,6 +158,13 @@ def _draw(out: Path, labels: list[str], curves: list[list[dict]], every: list[li
     figure.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(out, dpi=110)
+
+
+def _band(ax: Any, x: list[int], centre: Sequence[float], low: Sequence[float], high: Sequence[float],
+          **style: Any) -> None:
+    """One curve with its 95% interval as a shaded band."""
+    ax.plot(x, centre, **style)
+    ax.fill_between(x, low, high, alpha=0.2)
 
 
 def _difference(after: list[float], before: list[float]) -> str:
