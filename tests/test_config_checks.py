@@ -35,7 +35,7 @@ RULES = {
     "pretrain.base_bonus": "non_negative", "pretrain.search_simulations": "positive",
     "pretrain.search_leaf_moves": "non_negative", "pretrain.shard_games": "positive", "pretrain.window": "positive",
     "pretrain.last_window": "positive",
-    "pretrain.gate_pairs": "non_negative",
+    "pretrain.gate_pairs": "non_negative", "pretrain.critic_games": "non_negative",
     "ppo_phase.steps": "non_negative", "ppo_phase.kl_coef": "non_negative", "ppo_phase.learning_rate": "positive",
     "ppo_phase.ent_coef": "non_negative", "ppo_phase.num_envs": "positive", "ppo_phase.num_steps": "positive",
     "ppo_phase.update_epochs": "positive", "ppo_phase.eval_every": "non_negative",

@@ -175,7 +175,9 @@ class PretrainConfig:
     labels for the last generation"); with ``gate_pairs`` > 0
     its network is evaluated against ``rule``, ``random`` and the network it improved on (the last one kept) on that
     many deal pairs (seed ``eval.seed``: these deals choose, the final evaluation's do not), and becomes the next
-    base only if it is not worse than that one.
+    base only if it is not worse than that one. With ``critic_games`` > 0 each round's network then plays that many
+    games against ``rule`` and its critic is refitted on their outcomes (:mod:`train.training.outcome_critic`), so
+    the next round's guided search scores its leaves with a value learned from results as well as labels.
     """
 
     teacher: str | None = None
@@ -198,6 +200,7 @@ class PretrainConfig:
     window: int = field(default=1, metadata=_check(_positive))
     last_window: int | None = field(default=None, metadata=_check(_positive))
     gate_pairs: int = field(default=0, metadata=_check(_non_negative))
+    critic_games: int = field(default=0, metadata=_check(_bounded(0, 500_000)))  # ~22 kB of memory each
 
 
 @dataclass
@@ -555,6 +558,11 @@ def _validate_rollout_values(config: TrainConfig) -> None:
                                     ("last_window", pretrain.last_window, None)):
             if value != default:
                 raise ConfigError(f"pretrain.{key} is for labels: rollout-values or search-values, got labels: moves")
+    if pretrain.critic_games and pretrain.labels == "moves":
+        raise ConfigError("pretrain.critic_games is for labels: rollout-values or search-values, got labels: moves")
+    if pretrain.critic_games and config.env.belief not in ("none", "counting"):
+        raise ConfigError(f"pretrain.critic_games plays the native vector env's games, which compute belief 'none' or "
+                          f"'counting': set env.belief to one of them, got {config.env.belief!r}")
     if pretrain.round_simulations is not None:
         simulations = pretrain.round_simulations
         if pretrain.labels != "search-values":

@@ -50,7 +50,7 @@ from train.evaluation.matches import evaluate
 from train.evaluation.statistics import score_interval
 from train.policies import resolve_policy
 from train.specs import checkpoint_path
-from train.training import labelling, rollout_values
+from train.training import labelling, outcome_critic, rollout_values
 from train.training.labelling import Workers
 from train.training.opponent_mix import OpponentMix, opponent_belief
 from uno_env.belief import BeliefKind
@@ -283,6 +283,10 @@ def _fit_round(model: Any, config: TrainConfig, own_network: bool, observations:
         student = model
         metrics = rollout_values.fit_values(model.policy, observations, values, moves, settings.epochs, seed,
                                             settings.base_bonus, settings.learning_rate, settings.batch_size)
+    if settings.critic_games:
+        metrics |= outcome_critic.fit_critic_on_outcomes(
+            student.policy, "none" if own_network else config.env.belief, settings.critic_games, seed,
+            settings.learning_rate)
     return student, metrics
 
 
