@@ -7,7 +7,8 @@ The base player (``rule``, ``random`` or a belief-``none`` checkpoint) plays ``-
 alternating, as a labelling worker does (:func:`train.training.rollout_values.collect`). At each of its decisions
 with a choice, the reference search and every candidate search (each with its own belief, following every view)
 value the legal moves (:class:`~train.training.rollout_values.SearchLabels`: ``sims=N`` simulations, ``leaf=K``: the
-base network's critic scores each simulation after K of the seat's decisions). One game is played first and not
+base network's critic scores each simulation after K of the seat's decisions; ``critic=PATH``: another checkpoint's
+critic does, the base network still rolling out). One game is played first and not
 counted: numba compiles each search's kernels on its first call. Per candidate it prints:
 
 * **positions per second**: on one core, the candidate's own time per labelled position (its belief updates on
@@ -26,12 +27,15 @@ fitted on the labels can (docs/RESULTS.md).
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import time
 
 import numpy as np
 import torch
 
+from agents.compiled_actor import value_params
+from agents.ppo import PPOPolicy
 from train.training.rollout_values import SEARCH_BELIEFS, BasePlayer, SearchLabels, root_values
 from uno_env.cards import NUM_ACTIONS
 from uno_env.core import legal_actions_into, pack_state, seed_stream
@@ -41,22 +45,30 @@ from uno_env.opponents import RulePolicy
 from uno_env.view import PublicView
 
 
-def parse_setting(text: str, belief: str) -> SearchLabels:
-    """``sims=N[,leaf=K]`` as search labels."""
+def parse_setting(text: str, belief: str, base: BasePlayer) -> tuple[SearchLabels, BasePlayer]:
+    """``sims=N[,leaf=K][,critic=PATH]`` as search labels and the player whose network they run: ``base``, or with
+    ``critic=PATH`` the same actor with the critic of the checkpoint at PATH scoring the leaves."""
     fields = dict(part.split("=", 1) for part in text.split(","))
-    unknown = set(fields) - {"sims", "leaf"}
+    unknown = set(fields) - {"sims", "leaf", "critic"}
     if unknown or "sims" not in fields:
-        raise SystemExit(f"label_quality: a setting is sims=N[,leaf=K], got {text!r}")
+        raise SystemExit(f"label_quality: a setting is sims=N[,leaf=K][,critic=PATH], got {text!r}")
     leaf = fields.get("leaf")
-    return SearchLabels(int(fields["sims"]), belief, leaf_moves=None if leaf is None else int(leaf))
+    labels = SearchLabels(int(fields["sims"]), belief, leaf_moves=None if leaf is None else int(leaf))
+    if "critic" not in fields:
+        return labels, base
+    if base.params is None:
+        raise SystemExit(f"label_quality: critic= needs a network as the base, got {base.name!r}")
+    player = copy.copy(base)
+    player.value = value_params(PPOPolicy.load(fields["critic"]))
+    return labels, player
 
 
 class SideBySide:
     """Plays the base player's moves; every search labels each decision with a choice, each timed on its own."""
 
-    def __init__(self, base: BasePlayer, settings: list[SearchLabels]) -> None:
+    def __init__(self, base: BasePlayer, settings: list[tuple[SearchLabels, BasePlayer]]) -> None:
         self.base = base
-        self.searches = [setting.player(base) for setting in settings]
+        self.searches = [labels.player(player) for labels, player in settings]
         self.seconds = np.zeros(len(settings))
         self.labels: list[np.ndarray] = []  # per decision: (searches, NUM_ACTIONS)
         self.game: Game | None = None
@@ -116,8 +128,9 @@ def main() -> None:
     parser.add_argument("--json", help="also write the table here")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    settings = [parse_setting(text, args.belief) for text in [args.reference, *args.candidates]]
-    player = SideBySide(BasePlayer(args.base), settings)
+    base = BasePlayer(args.base)
+    settings = [parse_setting(text, args.belief, base) for text in [args.reference, *args.candidates]]
+    player = SideBySide(base, settings)
     rng = np.random.default_rng(args.seed)
     # One game first, not counted (the module docstring).
     play_game((player, RulePolicy()), int(rng.integers(2**62)), on_deal=player.deal)
@@ -137,6 +150,18 @@ def main() -> None:
         table.append({"labels": text, "positions_per_second": positions / seconds, **row})
         print(f"| {text} | {positions / seconds:,.0f} | {row['correlation']:.3f} | {row['agreement']:.1%} | "
               f"{row['rmse']:.3f} |")
+    # Candidates against the first, on the same moves: the difference of their centred squared errors, with a 95%
+    # interval over positions (a position's moves share their labels' noise).
+    legal = np.isfinite(labels[:, 0])
+    centred = labels - np.nanmean(labels, axis=2, keepdims=True)
+    errors = np.where(legal[:, None], (centred - centred[:, :1]) ** 2, 0.0).sum(axis=2)  # (positions, searches)
+    moves = legal.sum(axis=1)
+    for text, squared in zip(args.candidates[1:], errors[:, 2:].T, strict=True):
+        per_position = squared - errors[:, 1]
+        mean = per_position.sum() / moves.sum()
+        spread = np.sqrt(positions * np.sum((per_position - mean * moves) ** 2) / (positions - 1)) / moves.sum()
+        print(f"{text} minus {args.candidates[0]}: centred squared error {mean:+.5f} "
+              f"({mean - 1.96 * spread:+.5f} .. {mean + 1.96 * spread:+.5f})")
     if args.json:
         with open(args.json, "w") as out:
             json.dump({"args": vars(args), "positions": positions, "rows": table}, out, indent=1)

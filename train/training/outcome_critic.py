@@ -35,11 +35,40 @@ def _values(policy: Any, critic: torch.nn.Module, head: torch.nn.Module, observa
     return head(critic(policy.extract_features(observations))).squeeze(-1)
 
 
-def _tensors(games: list[tuple[np.ndarray, float]]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Games' positions and, for each, its game's outcome."""
+def stack_games(games: list[tuple[np.ndarray, float]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Games' decisions (their observations, stacked) and, for each decision, its game's outcome."""
     inputs = np.concatenate([positions for positions, _ in games])
     targets = np.concatenate([np.full(len(positions), outcome, np.float32) for positions, outcome in games])
     return torch.from_numpy(inputs), torch.from_numpy(targets)
+
+
+def play_games(policy: Any, belief: str, games: int, seed: int, num_envs: int = 256) -> list[tuple[np.ndarray, float]]:
+    """``games`` games of ``policy``'s actor (greedy) against ``rule`` on the native vector env, in the order they end:
+    each game's decisions (the observations, one row each) and its outcome for the network (+1, 0 or -1)."""
+    if games < 1:
+        raise ValueError(f"games must be at least 1, got {games}")
+    env = UnoVectorEnv(num_envs, opponent="rule", belief=belief, autoreset_mode=AutoresetMode.SAME_STEP)
+    observations, info = env.reset(seed=seed)
+    playing: list[list[np.ndarray]] = [[] for _ in range(num_envs)]
+    ended: list[tuple[np.ndarray, float]] = []
+    while len(ended) < games:
+        with torch.no_grad():
+            inputs = torch.from_numpy(observations)
+            logits = policy.action_net(policy.mlp_extractor.forward_actor(policy.extract_features(inputs))).numpy()
+        actions = np.where(info["action_mask"].astype(bool), logits, -np.inf).argmax(axis=1)
+        for i in range(num_envs):
+            playing[i].append(observations[i].copy())
+        observations, rewards, terminated, truncated, info = env.step(actions)
+        for i in np.flatnonzero(terminated | truncated):
+            if len(ended) < games:
+                ended.append((np.stack(playing[i]), float(rewards[i])))
+            playing[i] = []
+    return ended
+
+
+def critic_values(policy: Any, observations: torch.Tensor) -> torch.Tensor:
+    """The critic's value of each observation (a row each)."""
+    return _values(policy, policy.mlp_extractor.value_net, policy.value_net, observations)
 
 
 def fit_critic_on_outcomes(policy: Any, belief: str, games: int, seed: int, learning_rate: float,
@@ -49,7 +78,7 @@ def fit_critic_on_outcomes(policy: Any, belief: str, games: int, seed: int, lear
     Args:
         policy: the network's policy (``MaskablePPO.policy``); its critic layers change, nothing else.
         belief: the network's observation setting, ``"none"`` or ``"counting"`` (the native vector env's).
-        games: games played; every ``HELD_OUT``-th one is held out.
+        games: games played (:func:`play_games`); every ``HELD_OUT``-th one is held out.
         seed: the games and the minibatches' order: the same seed gives the same critic.
         learning_rate: Adam's step size.
         batch_size: positions a minibatch.
@@ -62,43 +91,23 @@ def fit_critic_on_outcomes(policy: Any, belief: str, games: int, seed: int, lear
     Raises:
         ValueError: for a belief the native vector env does not compute, or ``games`` below 1.
     """
-    if games < 1:
-        raise ValueError(f"games must be at least 1, got {games}")
     started = time.perf_counter()
-    held_out: list[tuple[np.ndarray, float]] = []
-    kept: list[tuple[np.ndarray, float]] = []
-    env = UnoVectorEnv(num_envs, opponent="rule", belief=belief, autoreset_mode=AutoresetMode.SAME_STEP)
-    observations, info = env.reset(seed=seed)
-    playing: list[list[np.ndarray]] = [[] for _ in range(num_envs)]
-    ended = 0
-    while ended < games:
-        with torch.no_grad():
-            inputs = torch.from_numpy(observations)
-            logits = policy.action_net(policy.mlp_extractor.forward_actor(policy.extract_features(inputs))).numpy()
-        actions = np.where(info["action_mask"].astype(bool), logits, -np.inf).argmax(axis=1)
-        for i in range(num_envs):
-            playing[i].append(observations[i].copy())
-        observations, rewards, terminated, truncated, info = env.step(actions)
-        for i in np.flatnonzero(terminated | truncated):
-            if ended < games:
-                (held_out if ended % HELD_OUT == 0 else kept).append((np.stack(playing[i]), float(rewards[i])))
-                ended += 1
-            playing[i] = []
-
+    played = play_games(policy, belief, games, seed, num_envs)
+    held_out = played[::HELD_OUT]
+    inputs, targets = stack_games([game for number, game in enumerate(played) if number % HELD_OUT])
     critic, head = policy.mlp_extractor.value_net, policy.value_net
     before = (copy.deepcopy(critic), copy.deepcopy(head))
     optimizer = torch.optim.Adam([*critic.parameters(), *head.parameters()], lr=learning_rate)
-    inputs, targets = _tensors(kept)
     shuffled = torch.randperm(len(inputs), generator=torch.Generator().manual_seed(seed))
     policy.train()
     for start in range(0, len(shuffled), batch_size):
         batch = shuffled[start:start + batch_size]
-        loss = ((_values(policy, critic, head, inputs[batch]) - targets[batch]) ** 2).mean()
+        loss = ((critic_values(policy, inputs[batch]) - targets[batch]) ** 2).mean()
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
     policy.set_training_mode(False)
-    held_inputs, held_targets = _tensors(held_out)
+    held_inputs, held_targets = stack_games(held_out)
     with torch.no_grad():
         errors = [float(((_values(policy, *layers, held_inputs) - held_targets) ** 2).mean())
                   for layers in (before, (critic, head))]
