@@ -555,11 +555,10 @@ def _validate_rollout_values(config: TrainConfig) -> None:
     if pretrain.labels == "moves":
         for key, value, default in (("round_net_arch", pretrain.round_net_arch, None),
                                     ("gate_pairs", pretrain.gate_pairs, 0), ("window", pretrain.window, 1),
-                                    ("last_window", pretrain.last_window, None)):
+                                    ("last_window", pretrain.last_window, None),
+                                    ("critic_games", pretrain.critic_games, 0)):
             if value != default:
                 raise ConfigError(f"pretrain.{key} is for labels: rollout-values or search-values, got labels: moves")
-    if pretrain.critic_games and pretrain.labels == "moves":
-        raise ConfigError("pretrain.critic_games is for labels: rollout-values or search-values, got labels: moves")
     if pretrain.critic_games and config.env.belief not in ("none", "counting"):
         raise ConfigError(f"pretrain.critic_games plays the native vector env's games, which compute belief 'none' or "
                           f"'counting': set env.belief to one of them, got {config.env.belief!r}")

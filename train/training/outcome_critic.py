@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode
 
+from agents.ppo import PPOPolicy
 from uno_env.vector import UnoVectorEnv
 
 #: Every HELD_OUT-th game is kept for the held-out error instead of trained on.
@@ -49,13 +50,11 @@ def play_games(policy: Any, belief: str, games: int, seed: int, num_envs: int = 
         raise ValueError(f"games must be at least 1, got {games}")
     env = UnoVectorEnv(num_envs, opponent="rule", belief=belief, autoreset_mode=AutoresetMode.SAME_STEP)
     observations, info = env.reset(seed=seed)
+    actor = PPOPolicy(policy, belief=belief, observation_size=observations.shape[1])
     playing: list[list[np.ndarray]] = [[] for _ in range(num_envs)]
     ended: list[tuple[np.ndarray, float]] = []
     while len(ended) < games:
-        with torch.no_grad():
-            inputs = torch.from_numpy(observations)
-            logits = policy.action_net(policy.mlp_extractor.forward_actor(policy.extract_features(inputs))).numpy()
-        actions = np.where(info["action_mask"].astype(bool), logits, -np.inf).argmax(axis=1)
+        actions = np.where(info["action_mask"].astype(bool), actor.logits(observations), -np.inf).argmax(axis=1)
         for i in range(num_envs):
             playing[i].append(observations[i].copy())
         observations, rewards, terminated, truncated, info = env.step(actions)
