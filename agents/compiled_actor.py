@@ -24,6 +24,7 @@ from stable_baselines3.common.torch_layers import FlattenExtractor
 from threadpoolctl import threadpool_limits
 
 from agents.actor_kernels import BATCH, RELU, TANH, actor_choice
+from agents.afterstate import AfterstateHead
 from agents.ppo import PPOPolicy
 from uno_env.observation import BASE_SIZE
 from uno_env.vector import CompiledOpponent
@@ -37,10 +38,14 @@ def actor_params(policy: PPOPolicy) -> tuple:
     indices of the input's non-zeros.
 
     Raises:
-        ValueError: if the network was trained with belief features, or its feature extractor or activations
-            are not the plain MLP (flatten, then linear layers with tanh or ReLU) that the kernel computes.
+        ValueError: if the network was trained with belief features, has an afterstate actor, or its feature
+            extractor or activations are not the plain MLP (flatten, then linear layers with tanh or ReLU) that
+            the kernel computes.
     """
     net = policy.network
+    if isinstance(net.action_net, AfterstateHead):
+        raise ValueError(f"{policy.name}: an afterstate actor (agents.afterstate) does not compile; the compiled "
+                         "playouts take networks with one output row per action")
     return _mlp_params(policy, "actor", net.pi_features_extractor, net.mlp_extractor.policy_net, net.action_net)
 
 

@@ -51,6 +51,7 @@ from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.torch_layers import FlattenExtractor
 
+from agents.afterstate import MOVE_FEATURES, AfterstatePolicy
 from agents.files import atomic_path
 from agents.privileged import PrivilegedCriticPolicy
 from uno_env.belief import BELIEF_KINDS, BeliefKind
@@ -63,7 +64,7 @@ from uno_env.view import PublicView
 SETTINGS_MEMBER = "uno_env.json"
 #: Setting this environment variable to 1 allows unpickling checkpoints whose network cannot be rebuilt safely.
 TRUST_VARIABLE = "UNO_RL_TRUSTED_CHECKPOINTS"
-_POLICY_CLASSES = {cls.__name__: cls for cls in (MaskableActorCriticPolicy, PrivilegedCriticPolicy)}
+_POLICY_CLASSES = {cls.__name__: cls for cls in (MaskableActorCriticPolicy, PrivilegedCriticPolicy, AfterstatePolicy)}
 # Activations by class name; only these torch.nn classes are ever built from a checkpoint's metadata.
 _ACTIVATIONS = {cls.__name__: cls for cls in (torch.nn.Tanh, torch.nn.ReLU, torch.nn.LeakyReLU, torch.nn.ELU,
                                               torch.nn.SiLU, torch.nn.GELU)}
@@ -96,6 +97,8 @@ def policy_metadata(policy: Any) -> dict[str, Any] | None:
               "ortho_init": bool(policy.ortho_init), "share_features_extractor": bool(policy.share_features_extractor)}
     if cls is PrivilegedCriticPolicy:
         record["public_size"] = int(policy.public_size)
+    if cls is AfterstatePolicy:
+        record["head_arch"] = list(policy.head_arch)
     return record
 
 
@@ -252,6 +255,11 @@ def _check_architecture(path: Path, record: Any, settings: dict[str, Any]) -> st
     if record["class"] == "PrivilegedCriticPolicy" and record.get("public_size") != settings["observation_size"]:
         return f"public_size {short_repr(record.get('public_size'))} is not the observation size " \
                f"{settings['observation_size']}"
+    head = record.get("head_arch")
+    if record["class"] == "AfterstatePolicy" and (
+            not isinstance(head, list) or not 0 < len(head) <= _MAX_LAYERS
+            or not all(_is_int(units, 1, _MAX_UNITS) for units in head)):
+        return f"head_arch must be a list of 1 to {_MAX_LAYERS} layers of 1..{_MAX_UNITS} units, got {short_repr(head)}"
     return None
 
 
@@ -277,7 +285,7 @@ def load_network(path: str | Path, settings: dict[str, Any] | None = None, trust
         raise ValueError(f"{path} cannot be loaded safely: {problem}; loading it would mean unpickling code from "
                          f"it (set {TRUST_VARIABLE}=1 only for a file from a source you trust)")
     size = settings["observation_size"] + settings.get("privileged_size", 0)
-    parameters = parameter_count(size, record["net_arch"])
+    parameters = parameter_count(size, record["net_arch"], record.get("head_arch"))
     if parameters > _MAX_PARAMETERS:
         raise ValueError(f"{path} is not a valid checkpoint: its network would have {parameters:,} parameters, "
                          f"more than the {_MAX_PARAMETERS:,} a player may load")
@@ -286,6 +294,8 @@ def load_network(path: str | Path, settings: dict[str, Any] | None = None, trust
                                   "share_features_extractor", True)), "optimizer_class": _no_optimizer}
     if record["class"] == "PrivilegedCriticPolicy":
         kwargs["public_size"] = record["public_size"]
+    if record["class"] == "AfterstatePolicy":
+        kwargs["head_arch"] = record["head_arch"]
     observation_space = spaces.Box(-np.inf, np.inf, (size,), np.float32)
     network = _POLICY_CLASSES[record["class"]](observation_space, spaces.Discrete(NUM_ACTIONS), lambda _: 0.0,
                                                **kwargs)
@@ -305,14 +315,14 @@ def load_network(path: str | Path, settings: dict[str, Any] | None = None, trust
     return network
 
 
-def parameter_count(observation_size: int, net_arch: dict[str, list[int]]) -> int:
+def parameter_count(observation_size: int, net_arch: dict[str, list[int]], head_arch: list[int] | None = None) -> int:
     """How many parameters an actor-critic of ``net_arch`` on ``observation_size`` inputs has (an upper bound for a
-    privileged critic, whose actor reads fewer inputs): known from the JSON before anything is allocated."""
-    total = 0
-    for key, outputs in (("pi", NUM_ACTIONS), ("vf", 1)):
-        widths = [observation_size, *net_arch[key], outputs]
-        total += sum((inputs + 1) * units for inputs, units in zip(widths, widths[1:], strict=False))
-    return total
+    privileged critic, whose actor reads fewer inputs), its actor an afterstate scorer of ``head_arch`` if given
+    (:mod:`agents.afterstate`): known from the JSON before anything is allocated."""
+    layers = [("vf", [observation_size, *net_arch["vf"], 1])]
+    layers.append(("pi", [observation_size, *net_arch["pi"], NUM_ACTIONS]) if head_arch is None else
+                  ("head", [observation_size + MOVE_FEATURES, *head_arch, 1]))
+    return sum((inputs + 1) * units for _, widths in layers for inputs, units in zip(widths, widths[1:], strict=False))
 
 
 def _no_optimizer(parameters: Any, lr: float, **kwargs: Any) -> None:

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from sb3_contrib import MaskablePPO
 from scipy import stats
 from true_hand_oracle import (
     MEASUREMENT_ONLY,
@@ -46,12 +47,14 @@ from true_hand_oracle import (
     save_measurement_network,
 )
 
-from agents.ppo import PPOPolicy, save_model
+from agents.files import file_digest
+from agents.ppo import PPOPolicy, load_network, read_settings, save_model
 from train.evaluation.matches import MatchResult, make_executor
 from train.training.labelling import LabelJob
-from train.training.rollout_values import BasePlayer, fit
+from train.training.rollout_values import ACTIVATIONS, BasePlayer, fit, fit_values
 from uno_env.cards import NUM_ACTIONS
 from uno_env.core import legal_actions_into, pack_state, seed_stream
+from uno_env.env import UnoEnv
 from uno_env.game import Game
 from uno_env.match import play_game
 from uno_env.observation import BASE_SIZE, encode_base
@@ -63,13 +66,15 @@ _OPPONENTS = {"rule": RulePolicy, "random": RandomPolicy}
 
 
 class _Replayer:
-    """``rule`` as the labelled seat, as the labeller played it (``train.training.rollout_values``), recording the
-    base encoding and every source's features at each decision with a choice."""
+    """The labelled seat's base player (``rule`` or a network) as the labeller played it
+    (``train.training.rollout_values``), recording the base encoding and the chosen sources' features at each
+    decision with a choice."""
 
     needs = Needs("none")
 
-    def __init__(self, particles: dict[str, int], seed: int) -> None:
-        self.base = BasePlayer("rule")
+    def __init__(self, base: str, sources: tuple[str, ...], particles: dict[str, int], seed: int) -> None:
+        self.base = BasePlayer(base)
+        self.chosen = sources
         self.particles = particles
         self.rng = np.random.default_rng(seed)
         self.stream = seed_stream(0)
@@ -86,7 +91,7 @@ class _Replayer:
 
     def observe_start(self, view: PublicView) -> None:
         self.sources = [FeatureSource(source, self.rng, RulePolicy(), self.particles[source])
-                        for source in SOURCES]
+                        for source in self.chosen]
         for source in self.sources:
             source.start(view)
 
@@ -102,33 +107,41 @@ class _Replayer:
         return self.base.move(state, self.legal, n, self.stream)
 
 
-def replay_shard(job: LabelJob, shard: int, particles: dict[str, int]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """The base encodings and each source's features at the labelled positions of one shard, replayed as
+def replay_shard(job: LabelJob, shard: int, sources: tuple[str, ...], particles: dict[str, int],
+                 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The base encodings and the sources' features at the labelled positions of one shard, replayed as
     ``rollout_values.collect`` played them (the same games from the shard's seed, the labelled seat alternating)."""
-    replayer = _Replayer(particles, job.shard_seed(shard))
+    replayer = _Replayer(job.base, sources, particles, job.shard_seed(shard))
     rng = np.random.default_rng(job.shard_seed(shard))
     for game in range(job.shard_size(shard)):
         seats = (replayer, RulePolicy()) if game % 2 == 0 else (RulePolicy(), replayer)
         play_game(seats, int(rng.integers(2**62)), first_player=int(rng.integers(2)), on_deal=replayer.deal)
     base = np.array([record[0] for record in replayer.records])
     return base, {source: np.array([record[1][i] for record in replayer.records], np.float32)
-                  for i, source in enumerate(SOURCES) if source != "none"}
+                  for i, source in enumerate(sources)}
 
 
 def features_command(args: argparse.Namespace) -> None:
     """Replay a labelled round's shards and write their labels with every source's features."""
     settings = json.loads((args.round / "labels.json").read_text())["settings"]
-    if settings["base player"] != "rule" or settings["env.belief"] != "none":
-        raise SystemExit(f"{args.round}: only rounds labelled with rule as the base player and no belief features "
-                         f"replay here, got base {settings['base player']!r}, belief {settings['env.belief']!r}")
+    if settings["env.belief"] != "none":
+        raise SystemExit(f"{args.round}: only rounds labelled without belief features replay here, got belief "
+                         f"{settings['env.belief']!r}")
+    base = settings["base player"]
+    if base != "rule":  # a network's round names its base by the checkpoint's digest: --base must be that file
+        if args.base is None or file_digest(args.base) != base:
+            raise SystemExit(f"{args.round}: its base player is the checkpoint {base}; pass that file as --base "
+                             f"(got {args.base})")
+        base = str(args.base)
+    sources = tuple(source for source in args.sources if source != "none")
     job = LabelJob(settings["pretrain.games"], settings["pretrain.shard_games"], settings["seed"],
-                   settings["round"], 0, "none", "rule")
+                   settings["round"], 0, "none", base)
     shards = range(job.shards if args.shards is None else min(args.shards, job.shards))
-    parts: dict[str, list[np.ndarray]] = {"values": [], "moves": [], "base": [],
-                                          **{source: [] for source in SOURCES if source != "none"}}
+    parts: dict[str, list[np.ndarray]] = {"values": [], "moves": [], "base": [], **{source: [] for source in sources}}
     started = time.perf_counter()
     with make_executor(args.workers) as pool:
-        replays = pool.map(replay_shard, [job] * len(shards), shards, [particles_of(args)] * len(shards))
+        replays = pool.map(replay_shard, [job] * len(shards), shards, [sources] * len(shards),
+                           [particles_of(args)] * len(shards))
         for shard, (base, features) in zip(shards, replays, strict=True):
             _check_and_add(args.round, shard, base, features, parts)
             print(f"shard {shard}: {len(base)} positions, {time.perf_counter() - started:.0f} s", flush=True)
@@ -158,24 +171,38 @@ def _check_and_add(folder: Path, shard: int, base: np.ndarray, features: dict[st
 
 
 def fit_command(args: argparse.Namespace) -> None:
-    """Fit one source's network on the shared labels and evaluate it."""
+    """Fit one source's network on the shared labels (one or more replayed rounds, concatenated in order) and
+    evaluate it."""
     torch.set_num_threads(1)
-    with np.load(args.features, allow_pickle=False) as data:
-        base, values, moves = data["base"], data["values"], data["moves"]
-        observations = base if args.source == "none" else np.concatenate((base, data[args.source]), axis=1)
+    parts = []
+    for path in args.features:
+        with np.load(path, allow_pickle=False) as data:
+            base = data["base"]
+            parts.append((base if args.source == "none" else np.concatenate((base, data[args.source]), axis=1),
+                          data["values"], data["moves"]))
+    observations, values, moves = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
     # The env only shapes the network's input: 60 feature channels whatever their source.
-    model, metrics = fit(observations, values, moves, args.epochs, args.seed, 0.0,
-                         "none" if args.source == "none" else "counting", args.net_arch)
+    belief = "none" if args.source == "none" else "counting"
+    if args.init is None:
+        model, metrics = fit(observations, values, moves, args.epochs, args.seed, 0.0, belief, args.net_arch,
+                             learning_rate=args.learning_rate, batch_size=args.batch_size)
+    else:
+        model = extended_model(args.init, belief, args.seed)
+        metrics = fit_values(model.policy, observations, values, moves, args.epochs, args.seed, 0.0,
+                             args.learning_rate, args.batch_size)
     args.out.mkdir(parents=True, exist_ok=True)
-    provenance = {"config": "belief-bound", "steps": 0, "source": args.source, "seed": args.seed}
+    provenance = {"config": "belief-bound", "steps": 0, "source": args.source, "seed": args.seed,
+                  "init": None if args.init is None else file_digest(args.init)}
     if args.source in MEASUREMENT_ONLY:  # not settings a public loader may accept
         save_measurement_network(model, args.out / "q-network.zip", args.source, provenance)
     else:
         save_model(model, args.out / "q-network.zip", {**provenance, "belief": args.source})
     network = fitted_policy(model, args.source)
-    report = {"source": args.source, "seed": args.seed, "features": str(args.features), "net_arch": args.net_arch,
-              "epochs": args.epochs, "positions": len(values), **metrics, "evaluations": {"greedy": []},
-              "pair_scores": {}}
+    report = {"source": args.source, "seed": args.seed, "features": [str(path) for path in args.features],
+              "init": None if args.init is None else str(args.init), "net_arch": args.net_arch,
+              "epochs": args.epochs, "learning_rate": args.learning_rate, "positions": len(values), **metrics,
+              "evaluations": {"greedy": []}, "pair_scores": {}}
+    print(json.dumps({key: report[key] for key in ("positions", *metrics)}), flush=True)
     for opponent in args.opponents:
         started = time.perf_counter()
         result: MatchResult = play_pairs_for(network, args.source, opponent, args.pairs, args.eval_seed,
@@ -186,6 +213,28 @@ def fit_command(args: argparse.Namespace) -> None:
         print(f"{args.source} seed {args.seed} vs {opponent}: {100 * result.score:.1f}% "
               f"({100 * low:.1f}% - {100 * high:.1f}%), {time.perf_counter() - started:.0f} s", flush=True)
     (args.out / "report.json").write_text(json.dumps(report) + "\n")
+
+
+def extended_model(init: Path, belief: str, seed: int) -> MaskablePPO:
+    """A model whose network is ``init``'s (a featureless checkpoint) with the 60 feature inputs added at zero
+    weight: it plays as ``init`` until a fit moves the new weights."""
+    settings = read_settings(init)
+    if settings["belief"] != "none":
+        raise SystemExit(f"{init}: --init takes a network without belief features, got {settings['belief']!r}")
+    record = settings["policy"]
+    model = MaskablePPO("MlpPolicy", UnoEnv(belief=belief), seed=seed, device="cpu",
+                        policy_kwargs={"net_arch": record["net_arch"],
+                                       "activation_fn": ACTIVATIONS[record["activation"].lower()]})
+    state = model.policy.state_dict()
+    with torch.no_grad():
+        for name, weights in load_network(init, settings).state_dict().items():
+            if weights.ndim == 2 and weights.shape[1] != state[name].shape[1]:  # a first layer: the inputs grew
+                state[name].zero_()
+                state[name][:, :weights.shape[1]] = weights
+            else:
+                state[name].copy_(weights)
+    model.policy.load_state_dict(state)
+    return model
 
 
 def play_pairs_for(network: PPOPolicy, source: str, opponent: str, pairs: int, seed: int,
@@ -257,9 +306,17 @@ def main() -> None:
     features.add_argument("round", type=Path, help="a round folder of labels (labels.json and shard_NNNNN.npz)")
     features.add_argument("--shards", type=int, help="use the first SHARDS shards (default: all)")
     features.add_argument("--workers", type=int, default=1, help="processes replaying shards")
+    features.add_argument("--base", type=Path, help="the round's base network (a generation's checkpoint), if not rule")
+    features.add_argument("--sources", nargs="+", choices=SOURCES, default=list(SOURCES),
+                          help="the sources to record (default: all)")
     features.add_argument("--out", type=Path, required=True)
     fitting = commands.add_parser("fit", help="fit and evaluate one source's network")
-    fitting.add_argument("features", type=Path, help="the file written by the features command")
+    fitting.add_argument("features", type=Path, nargs="+",
+                         help="files written by the features command (several: a window of rounds, in order)")
+    fitting.add_argument("--init", type=Path,
+                         help="start from this featureless checkpoint, its first layers widened at zero weight")
+    fitting.add_argument("--learning-rate", type=float, default=1e-3)
+    fitting.add_argument("--batch-size", type=int, default=512)
     fitting.add_argument("--source", choices=SOURCES, required=True)
     fitting.add_argument("--seed", type=int, required=True, help="the fit's seed (initial weights, held-out rows)")
     fitting.add_argument("--net-arch", type=int, nargs="+", default=[512, 512, 256])

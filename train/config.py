@@ -109,6 +109,9 @@ class PolicyConfig:
     ``critic: privileged`` gives the critic hidden state during training (the opponent's hand, the next deck
     cards) while the actor keeps the public observation (:mod:`agents.privileged`).
 
+    ``actor: afterstate`` scores each legal move with one MLP of ``net_arch`` reading the observation and what the
+    move leaves (:mod:`agents.afterstate`) instead of an output row per action; the critic stays an MLP.
+
     ``init`` names a checkpoint (a shipped agent's name or a ``.zip``) whose actor and critic the run's network starts
     from instead of random weights, to continue training a network, e.g. expert iteration from a shipped agent; it
     must have this config's observation (``env.belief``), ``net_arch``, ``activation`` and ``critic``.
@@ -118,6 +121,7 @@ class PolicyConfig:
     activation: Literal["tanh", "relu"] = "tanh"
     ortho_init: bool = True
     critic: Literal["public", "privileged"] = "public"
+    actor: Literal["mlp", "afterstate"] = "mlp"
     init: str | None = None
 
 
@@ -433,6 +437,8 @@ def _validate(config: TrainConfig) -> None:
         raise ConfigError("total_timesteps 0 trains nothing without a warm start: set pretrain.teacher, "
                           "ppo_phase.steps, or total_timesteps > 0")
     _validate_rollout_values(config)
+    if config.policy.actor == "afterstate":
+        _validate_afterstate(config)
     if config.vec_env == "native":
         _validate_native(config)
     if config.ppo_phase.steps:
@@ -451,6 +457,21 @@ def _validate(config: TrainConfig) -> None:
         problem = validate_spec(name)
         if problem:
             raise ConfigError(f"eval.opponents[{i}]: unknown opponent {name!r}: {problem}")
+
+
+def _validate_afterstate(config: TrainConfig) -> None:
+    """An afterstate actor (agents.afterstate) plays in torch only: not where a network must compile."""
+    pretrain = config.pretrain
+    if config.policy.critic != "public":
+        raise ConfigError(f"policy.critic must be 'public' with policy.actor 'afterstate', got "
+                          f"{config.policy.critic!r}")
+    if config.ppo_phase.steps:
+        raise ConfigError("ppo_phase.steps must be 0 with policy.actor 'afterstate': the phase's loop takes networks "
+                          f"with an output row per action, got {config.ppo_phase.steps:,}")
+    if pretrain.labels != "moves" and pretrain.rounds > 1 and pretrain.round_net_arch is None:
+        raise ConfigError(f"pretrain.rounds must be 1 with policy.actor 'afterstate' (or set pretrain.round_net_arch): "
+                          f"each generation's network is the next one's base player, which the compiled playouts "
+                          f"play, and an afterstate actor does not compile; got {pretrain.rounds}")
 
 
 def _validate_native(config: TrainConfig) -> None:

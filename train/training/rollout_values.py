@@ -26,6 +26,7 @@ docs/RESULTS.md, "Rollout improvement distilled":
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ import torch
 from sb3_contrib import MaskablePPO
 
 from agents.actor_kernels import actor_choice, actor_simulate
+from agents.afterstate import AfterstatePolicy
 from agents.compiled_actor import actor_params, value_params
 from agents.ppo import PPOPolicy
 from agents.search import SearchPolicy
@@ -248,18 +250,23 @@ def collect_in_processes(games: Sequence[int], seeds: Sequence[int], deck_orders
 
 
 def fit_values(policy: Any, observations: np.ndarray, values: np.ndarray, base_moves: np.ndarray, epochs: int,
-               seed: int, base_bonus: float = 0.0, learning_rate: float = 1e-3, batch_size: int = 512) -> dict:
+               seed: int, base_bonus: float = 0.0, learning_rate: float = 1e-3, batch_size: int = 512,
+               centred: bool = False, cosine: bool = False) -> dict:
     """Fit a MaskablePPO policy's logits to ``SCALE`` x the move values, its critic to the base move's value.
 
     ``base_bonus`` is added to the value of the base player's move in the targets: another move must look that
     much better to be played, so noise in the estimates does not replace a base move by an equal one. The
     critic learns the value of the position under the base player (the label of its move), a start for PPO.
-    A tenth of the positions is held out. Returns metrics on them: the squared error of the logits and of the
+    ``centred`` fits the logits to each position's values less their mean over its legal moves: the differences
+    between moves, all a player acts on, without the position's level (the critic's target keeps it). ``cosine``
+    anneals the learning rate from ``learning_rate`` to 0 along a half cosine over the epochs. A tenth of the
+    positions is held out. Returns metrics on them: the squared error of the logits and of the
     critic, how often the network's move is the labels' best move (``held_out_agreement``), and the mean label of
     the network's move and of the base player's move (the one-step gain the network finds, if the first is larger).
     """
     legal = torch.from_numpy(np.isfinite(values))
     targets = torch.from_numpy(np.nan_to_num(values).astype(np.float32) * SCALE)
+    level = torch.from_numpy(np.nanmean(values, axis=1).astype(np.float32) * SCALE)[:, None] if centred else 0.0
     moves = torch.from_numpy(np.asarray(base_moves, dtype=np.int64))
     bonus = torch.zeros_like(targets)
     bonus[torch.arange(len(bonus)), moves] = base_bonus * SCALE
@@ -273,14 +280,18 @@ def fit_values(policy: Any, observations: np.ndarray, values: np.ndarray, base_m
         return policy.action_net(policy.mlp_extractor.forward_actor(policy.extract_features(inputs[rows])))
 
     def loss(rows: torch.Tensor) -> torch.Tensor:
-        return ((logits(rows) - targets[rows] - bonus[rows]) ** 2)[legal[rows]].mean() / SCALE**2
+        shift = level[rows] if centred else 0.0
+        return ((logits(rows) - targets[rows] - bonus[rows] + shift) ** 2)[legal[rows]].mean() / SCALE**2
 
     def critic_loss(rows: torch.Tensor) -> torch.Tensor:
         value = policy.value_net(policy.mlp_extractor.forward_critic(policy.extract_features(inputs[rows])))
         return ((value.squeeze(-1) - targets[rows, moves[rows]] / SCALE) ** 2).mean()
 
     policy.train()
-    for _ in range(epochs):
+    for epoch in range(epochs):
+        if cosine:
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate * 0.5 * (1 + math.cos(math.pi * epoch / epochs))
         shuffled = train[torch.randperm(len(train), generator=generator)]
         for start in range(0, len(shuffled), batch_size):
             rows = shuffled[start:start + batch_size]
@@ -301,10 +312,17 @@ def fit_values(policy: Any, observations: np.ndarray, values: np.ndarray, base_m
 def fit(observations: np.ndarray, values: np.ndarray, base_moves: np.ndarray, epochs: int, seed: int,
         base_bonus: float = 0.0, belief: BeliefKind = "none",
         net_arch: Sequence[int] = (256, 256), activation: str = "tanh", learning_rate: float = 1e-3,
-        batch_size: int = 512) -> tuple[MaskablePPO, dict]:
-    """A new MaskablePPO network (``net_arch`` layers of ``activation``, tanh or relu; ``belief`` features) fitted by
-    :func:`fit_values`; its metrics."""
-    model = MaskablePPO("MlpPolicy", UnoEnv(belief=belief), seed=seed, device="cpu",
-                        policy_kwargs={"net_arch": list(net_arch), "activation_fn": ACTIVATIONS[activation]})
+        batch_size: int = 512, actor: str = "mlp", centred: bool = False,
+        cosine: bool = False) -> tuple[MaskablePPO, dict]:
+    """A new MaskablePPO network (``net_arch`` layers of ``activation``, tanh or relu; ``belief`` features; an
+    output row per action, or with ``actor="afterstate"`` one scorer of the moves, :mod:`agents.afterstate`)
+    fitted by :func:`fit_values`; its metrics."""
+    kwargs = {"net_arch": list(net_arch), "activation_fn": ACTIVATIONS[activation]}
+    if actor not in ("mlp", "afterstate"):
+        raise ValueError(f"actor must be 'mlp' or 'afterstate', got {actor!r}")
+    policy = "MlpPolicy" if actor == "mlp" else AfterstatePolicy
+    if actor == "afterstate":
+        kwargs["head_arch"] = list(net_arch)
+    model = MaskablePPO(policy, UnoEnv(belief=belief), seed=seed, device="cpu", policy_kwargs=kwargs)
     return model, fit_values(model.policy, observations, values, base_moves, epochs, seed, base_bonus, learning_rate,
-                             batch_size)
+                             batch_size, centred, cosine)

@@ -48,6 +48,7 @@ from stable_baselines3.common.utils import LinearSchedule
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor
 from torch.utils.tensorboard import SummaryWriter
 
+from agents.afterstate import AfterstatePolicy
 from agents.files import copy_file, write_text
 from agents.ppo import PPOPolicy, load_model, load_network, read_settings, save_model
 from agents.privileged import PrivilegedCriticPolicy
@@ -175,6 +176,8 @@ def _policy_kwargs(config: TrainConfig, observation_size: int) -> dict[str, Any]
     kwargs = {"net_arch": {"pi": arch, "vf": arch}, "activation_fn": activation, "ortho_init": config.policy.ortho_init}
     if config.policy.critic == "privileged":
         kwargs["public_size"] = observation_size - PRIVILEGED_SIZE
+    if config.policy.actor == "afterstate":
+        kwargs["head_arch"] = arch
     return kwargs
 
 
@@ -573,7 +576,8 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
         repair_records(run_dir, start_step)
         model.set_random_seed(config.seed + start_step)
     else:
-        policy = PrivilegedCriticPolicy if config.policy.critic == "privileged" else "MlpPolicy"
+        policy = PrivilegedCriticPolicy if config.policy.critic == "privileged" else \
+            AfterstatePolicy if config.policy.actor == "afterstate" else "MlpPolicy"
         model = MaskablePPO(policy, venv, seed=config.seed, device="cpu", verbose=0, **common)
         if config.policy.init is not None:
             _start_from(model, config.policy.init, venv)
