@@ -8,7 +8,9 @@ the config must refuse the combinations where the network would have to compile.
 
 from __future__ import annotations
 
+import importlib
 import json
+import sys
 import zipfile
 from pathlib import Path
 
@@ -20,12 +22,15 @@ from agents.afterstate import MOVE_FEATURES, TABLES, AfterstateHead, AfterstateP
 from agents.compiled_actor import actor_params
 from agents.ppo import SETTINGS_MEMBER, PPOPolicy, load_network, save_model
 from train.config import ConfigError, parse_config
+from train.training.labelling import LabelJob, Workers
+from train.training.labelling import run as labelling_run
 from train.training.rollout_values import fit
 from train.training.trainer import train
 from uno_env.cards import DRAW_ACTION, NUM_ACTIONS, NUM_CARD_TYPES, card_id, colour_id, play_action
 from uno_env.env import UnoEnv
 from uno_env.observation import BASE_SIZE, LEGAL_CHANNEL
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))  # scripts, not a package
 TABLE_TENSORS = {name: torch.from_numpy(table) for name, table in TABLES.items()}
 
 
@@ -194,3 +199,21 @@ def test_generations_with_small_featureless_bases_are_allowed():
     config = parse_config({**TINY, "total_timesteps": 0, "pretrain": {
         "teacher": "rule", "labels": "search-values", "rounds": 2, "round_net_arch": [16]}})
     assert config.policy.actor == "afterstate"
+
+
+def test_distil_fits_a_checkpoint_on_label_folders_and_refuses_other_folders(tmp_path: Path, monkeypatch):
+    """benchmarks/distil.py: round folders in, a loadable afterstate checkpoint and its metrics out."""
+    distil = importlib.import_module("distil")
+    job = LabelJob(games=4, shard_games=2, seed=3, round=1, deck_orders=1, belief="none", base="rule")
+    with Workers(1) as workers:
+        labels, _ = labelling_run(job, tmp_path / "round_1", workers, progress=False)
+    out = tmp_path / "distilled.zip"
+    monkeypatch.setattr(sys, "argv", ["distil.py", str(tmp_path / "round_1"), "--net-arch", "16", "--epochs", "1",
+                                      "--centred", "--seed", "0", "--out", str(out)])
+    distil.main()
+    assert isinstance(PPOPolicy.load(out).network, AfterstatePolicy)
+    report = json.loads(out.with_suffix(".json").read_text())
+    assert report["positions"] == len(labels[2]) and report["centred"] and report["actor"] == "afterstate"
+    monkeypatch.setattr(sys, "argv", ["distil.py", str(tmp_path), "--seed", "0", "--out", str(out)])
+    with pytest.raises(SystemExit, match="not a round of labels"):
+        distil.main()

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from agents.ppo import PPOPolicy, read_settings
+from agents.shipped import MODELS_DIR
 from train.cli import evaluate as evaluate_cli
 from train.policies import resolve_policy
 from train.training.labelling import LabelJob, label_shard
@@ -137,10 +138,14 @@ def test_the_oracle_player_plays_only_the_game_it_was_dealt(oracle_checkpoint: P
     assert result.pair_scores.shape == (2, 2)
 
 
-def test_the_replay_finds_the_labelled_positions() -> None:
-    job = LabelJob(games=3, shard_games=3, seed=5, round=1, deck_orders=1, belief="none", base="rule")
+@pytest.mark.parametrize("player", ["rule", "search-q-none"])
+def test_the_replay_finds_the_labelled_positions(player: str) -> None:
+    """Of a round whose base player is rule, or a network (a generation's)."""
+    base_player = player if player == "rule" else str(MODELS_DIR / player / "model.zip")
+    job = LabelJob(games=3, shard_games=3, seed=5, round=1, deck_orders=1, belief="none", base=base_player)
     observations, _, _ = label_shard(job, 0)
-    base, features = bound.replay_shard(job, 0, {source: 20 for source in oracle.SOURCES})
+    sources = tuple(source for source in oracle.SOURCES if source != "none")
+    base, features = bound.replay_shard(job, 0, sources, {source: 20 for source in oracle.SOURCES})
     np.testing.assert_array_equal(base, observations)
-    assert set(features) == set(oracle.SOURCES) - {"none"}
+    assert set(features) == set(sources)
     assert all(array.shape == (len(base), BELIEF_FEATURES) for array in features.values())
