@@ -7,7 +7,7 @@ ensemble as one MaskablePPO network of the same activation: each hidden layer is
 (the first reads the shared observation; the later ones are block-diagonal, so no member reads another's units), the
 action head adds the members' heads and the value head averages theirs. Its logits equal the sum exactly (up to
 float rounding), so every loader, the compiled actor and the embedded opponent play it unchanged, at the members'
-summed cost per move.
+summed cost per move. Afterstate actors (:mod:`agents.afterstate`) merge the same way, their scorers side by side.
 
     python -m agents.ensemble models/search-q-ensemble/model.zip runs/sq-particles-s81/q-network.zip \\
         runs/sq-particles-s82/q-network.zip runs/sq-particles-s83/q-network.zip
@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 from sb3_contrib import MaskablePPO
 
+from agents.afterstate import AfterstatePolicy
 from agents.files import atomic_path
 from agents.ppo import PPOPolicy, read_settings, save_model
 from uno_env.env import UnoEnv
@@ -34,47 +35,72 @@ def _linears(sequential: torch.nn.Module) -> list[torch.nn.Linear]:
 
 def merge(paths: Sequence[str | Path]) -> tuple[MaskablePPO, dict]:
     """The network whose logits are the sum of the checkpoints' at ``paths`` (same belief, depth and activation,
-    public critics), and the settings to save it with."""
+    public critics; per-action actors, or all afterstate actors, :mod:`agents.afterstate`), and the settings to save
+    it with."""
     settings = [read_settings(path) for path in paths]
     members = [PPOPolicy.load(path).network for path in paths]
     belief = settings[0]["belief"]
     if any(s["belief"] != belief for s in settings):
         raise ValueError(f"the checkpoints to merge must share their belief setting, got "
                          f"{[s['belief'] for s in settings]}")
-    shapes = [[layer.out_features for layer in _linears(m.mlp_extractor.policy_net)] for m in members]
-    if any(len(shape) != len(shapes[0]) for shape in shapes):
-        raise ValueError(f"the checkpoints to merge must have as many hidden layers, got {shapes}")
+    kinds = {isinstance(m, AfterstatePolicy) for m in members}
+    if len(kinds) > 1:
+        raise ValueError("the checkpoints to merge must all have afterstate actors, or none")
+    afterstate = kinds.pop()
     activation = members[0].activation_fn
     if any(m.activation_fn is not activation for m in members):
         raise ValueError("the checkpoints to merge must share their activation")
-    widths = [sum(shape[k] for shape in shapes) for k in range(len(shapes[0]))]
-    model = MaskablePPO("MlpPolicy", UnoEnv(belief=belief), device="cpu",
-                        policy_kwargs={"net_arch": widths, "activation_fn": activation})
-    merged = model.policy
+    actors, critics = [_actor_layers(m) for m in members], [_critic_layers(m) for m in members]
+    actor_widths, critic_widths = _hidden_widths(actors), _hidden_widths(critics)
+    kwargs = {"net_arch": {"pi": [] if afterstate else actor_widths, "vf": critic_widths},
+              "activation_fn": activation}
+    if afterstate:
+        kwargs["head_arch"] = actor_widths
+    model = MaskablePPO(AfterstatePolicy if afterstate else "MlpPolicy", UnoEnv(belief=belief), device="cpu",
+                        policy_kwargs=kwargs)
     with torch.no_grad():
-        for branch in ("policy_net", "value_net"):
-            targets = _linears(getattr(merged.mlp_extractor, branch))
-            sources = [_linears(getattr(m.mlp_extractor, branch)) for m in members]
-            for k, target in enumerate(targets):
-                target.weight.zero_()
-                row = column = 0
-                for layers in sources:
-                    layer = layers[k]
-                    rows, columns = layer.weight.shape
-                    # the first layer reads the whole observation; a later one only its own member's units
-                    if k == 0:
-                        target.weight[row:row + rows] = layer.weight
-                    else:
-                        target.weight[row:row + rows, column:column + columns] = layer.weight
-                    target.bias[row:row + rows] = layer.bias
-                    row += rows
-                    column += columns
-        for name, scale in (("action_net", 1.0), ("value_net", 1.0 / len(members))):
-            sources = [getattr(m, name) for m in members]
-            head = getattr(merged, name)
-            head.weight.copy_(torch.cat([source.weight for source in sources], dim=1) * scale)
-            head.bias.copy_(sum(source.bias for source in sources) * scale)
+        _stack(_actor_layers(model.policy), actors, head_scale=1.0)
+        _stack(_critic_layers(model.policy), critics, head_scale=1.0 / len(members))
     return model, {"belief": belief, "config": "ensemble", "steps": 0, "members": [str(p) for p in paths]}
+
+
+def _actor_layers(network: torch.nn.Module) -> list[torch.nn.Linear]:
+    """The actor's linear layers, its head (the logits, or an afterstate scorer's output) last."""
+    if isinstance(network, AfterstatePolicy):
+        return _linears(network.action_net.scorer)
+    return [*_linears(network.mlp_extractor.policy_net), network.action_net]
+
+
+def _critic_layers(network: torch.nn.Module) -> list[torch.nn.Linear]:
+    return [*_linears(network.mlp_extractor.value_net), network.value_net]
+
+
+def _hidden_widths(members: list[list[torch.nn.Linear]]) -> list[int]:
+    """The merged hidden layers' widths: the members' side by side."""
+    shapes = [[layer.out_features for layer in layers[:-1]] for layers in members]
+    if any(len(shape) != len(shapes[0]) for shape in shapes):
+        raise ValueError(f"the checkpoints to merge must have as many hidden layers, got {shapes}")
+    return [sum(shape[k] for shape in shapes) for k in range(len(shapes[0]))]
+
+
+def _stack(targets: list[torch.nn.Linear], members: list[list[torch.nn.Linear]], head_scale: float) -> None:
+    """Fill the merged layers ``targets``: hidden layers side by side (the first reads the shared input, a later one
+    only its own member's units), the head the members' heads added, times ``head_scale``."""
+    for k, target in enumerate(targets[:-1]):
+        target.weight.zero_()
+        row = column = 0
+        for layers in members:
+            rows, columns = layers[k].weight.shape
+            if k == 0:
+                target.weight[row:row + rows] = layers[k].weight
+            else:
+                target.weight[row:row + rows, column:column + columns] = layers[k].weight
+            target.bias[row:row + rows] = layers[k].bias
+            row += rows
+            column += columns
+    heads = [layers[-1] for layers in members]
+    targets[-1].weight.copy_(torch.cat([head.weight for head in heads], dim=1) * head_scale)
+    targets[-1].bias.copy_(sum(head.bias for head in heads) * head_scale)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

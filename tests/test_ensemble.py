@@ -10,6 +10,7 @@ import pytest
 import torch
 from sb3_contrib import MaskablePPO
 
+from agents.afterstate import AfterstatePolicy
 from agents.ensemble import main, merge
 from agents.ppo import PPOPolicy, read_settings, save_model
 from uno_env.env import UnoEnv
@@ -88,3 +89,28 @@ def test_the_members_biases_are_kept(tmp_path: Path):
     logits, values = _heads(model.policy, observations)
     assert torch.allclose(logits, members[0][0] + members[1][0], atol=1e-5)
     assert torch.allclose(values, (members[0][1] + members[1][1]) / 2, atol=1e-5)
+
+
+def _afterstate_checkpoint(tmp_path: Path, seed: int) -> Path:
+    model = MaskablePPO(AfterstatePolicy, UnoEnv(), seed=seed, device="cpu",
+                        policy_kwargs={"head_arch": [8, 4], "net_arch": [6]})
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, parameter in model.policy.named_parameters():
+            if name.endswith("bias"):  # see test_the_members_biases_are_kept
+                parameter.copy_(torch.randn(parameter.shape, generator=generator))
+    return save_model(model, tmp_path / f"afterstate-{seed}.zip", {"belief": "none", "config": "test", "steps": 0})
+
+
+def test_afterstate_members_merge_into_an_afterstate_network_that_sums_their_scores(tmp_path: Path):
+    paths = [_afterstate_checkpoint(tmp_path, seed) for seed in (1, 2, 3)]
+    model, _ = merge(paths)
+    assert isinstance(model.policy, AfterstatePolicy) and model.policy.head_arch == [24, 12]
+    observations = torch.from_numpy(np.stack([UnoEnv().observation_space.sample() for _ in range(32)]))
+    members = [_heads(PPOPolicy.load(path).network, observations) for path in paths]
+    logits, values = _heads(model.policy, observations)
+    assert (logits != 0).any()
+    assert torch.allclose(logits, sum(member[0] for member in members), atol=1e-5)
+    assert torch.allclose(values, sum(member[1] for member in members) / 3, atol=1e-5)
+    with pytest.raises(ValueError, match="afterstate"):
+        merge([paths[0], _checkpoint(tmp_path, 4, [8, 4])])
