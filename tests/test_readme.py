@@ -143,10 +143,10 @@ def test_readme_configs_and_players_exist():
 
 def test_readme_headline_agrees_with_the_model_card_and_results():
     """README's figures for the strongest shipped agent are its model card's, and RESULTS.md's headline cites them."""
-    card = (ROOT / "models" / "search-q-ensemble" / "README.md").read_text()
+    card = (ROOT / "models" / "search-q-afterstate" / "README.md").read_text()
     rows = {opponent: (rate, ci) for opponent, rate, ci in re.findall(
-        r"^\| search-q-ensemble \| (\w+) \| \d+ \| ([\d.]+%) \| ([\d.]+% - [\d.]+%) \|", card, flags=re.MULTILINE)}
+        r"^\| search-q-afterstate \| (\w+) \| \d+ \| ([\d.]+%) \| ([\d.]+% - [\d.]+%) \|", card, flags=re.MULTILINE)}
     (rule, rule_ci), (random, _) = rows["rule"], rows["random"]
     text = " ".join(README.split())
-    assert f"`search-q-ensemble`, wins {rule} ({rule_ci}) against `rule` and {random} against `random`" in text
-    assert f"`search-q-ensemble` ({rule})" in " ".join((ROOT / "docs" / "RESULTS.md").read_text().split())
+    assert f"`search-q-afterstate`, wins {rule} ({rule_ci}) against `rule` and {random} against `random`" in text
+    assert f"`search-q-afterstate` ({rule})" in " ".join((ROOT / "docs" / "RESULTS.md").read_text().split())

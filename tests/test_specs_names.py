@@ -70,8 +70,9 @@ def test_every_shipped_agent_is_built_from_its_own_folder():
     # the registry's name builds the same agent, and no two shipped agents are one network
     first, second = names[:2]
     assert all(torch.equal(_weights(make_policy(first))[k], v) for k, v in _weights(built[first]).items())
-    assert any(not torch.equal(_weights(built[first])[k], _weights(built[second])[k]) for k in _weights(built[first])
-               if _weights(built[first])[k].shape == _weights(built[second])[k].shape)
+    one, other = _weights(built[first]), _weights(built[second])
+    assert one.keys() != other.keys() or any(one[k].shape != other[k].shape or not torch.equal(one[k], other[k])
+                                             for k in one)
 
 
 @pytest.mark.parametrize("deterministic", [True, False])
