@@ -319,10 +319,10 @@ def parameter_count(observation_size: int, net_arch: dict[str, list[int]], head_
     """How many parameters an actor-critic of ``net_arch`` on ``observation_size`` inputs has (an upper bound for a
     privileged critic, whose actor reads fewer inputs), its actor an afterstate scorer of ``head_arch`` if given
     (:mod:`agents.afterstate`): known from the JSON before anything is allocated."""
-    layers = [("vf", [observation_size, *net_arch["vf"], 1])]
-    layers.append(("pi", [observation_size, *net_arch["pi"], NUM_ACTIONS]) if head_arch is None else
-                  ("head", [observation_size + MOVE_FEATURES, *head_arch, 1]))
-    return sum((inputs + 1) * units for _, widths in layers for inputs, units in zip(widths, widths[1:], strict=False))
+    actor = [observation_size, *net_arch["pi"], NUM_ACTIONS] if head_arch is None else \
+        [observation_size + MOVE_FEATURES, *head_arch, 1]
+    return sum((inputs + 1) * units for widths in (actor, [observation_size, *net_arch["vf"], 1])
+               for inputs, units in zip(widths, widths[1:], strict=False))
 
 
 def _no_optimizer(parameters: Any, lr: float, **kwargs: Any) -> None:

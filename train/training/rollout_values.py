@@ -266,7 +266,7 @@ def fit_values(policy: Any, observations: np.ndarray, values: np.ndarray, base_m
     """
     legal = torch.from_numpy(np.isfinite(values))
     targets = torch.from_numpy(np.nan_to_num(values).astype(np.float32) * SCALE)
-    level = torch.from_numpy(np.nanmean(values, axis=1).astype(np.float32) * SCALE)[:, None] if centred else 0.0
+    level = torch.from_numpy(np.nanmean(values, axis=1).astype(np.float32) * SCALE * centred)[:, None]
     moves = torch.from_numpy(np.asarray(base_moves, dtype=np.int64))
     bonus = torch.zeros_like(targets)
     bonus[torch.arange(len(bonus)), moves] = base_bonus * SCALE
@@ -280,8 +280,7 @@ def fit_values(policy: Any, observations: np.ndarray, values: np.ndarray, base_m
         return policy.action_net(policy.mlp_extractor.forward_actor(policy.extract_features(inputs[rows])))
 
     def loss(rows: torch.Tensor) -> torch.Tensor:
-        shift = level[rows] if centred else 0.0
-        return ((logits(rows) - targets[rows] - bonus[rows] + shift) ** 2)[legal[rows]].mean() / SCALE**2
+        return ((logits(rows) - targets[rows] - bonus[rows] + level[rows]) ** 2)[legal[rows]].mean() / SCALE**2
 
     def critic_loss(rows: torch.Tensor) -> torch.Tensor:
         value = policy.value_net(policy.mlp_extractor.forward_critic(policy.extract_features(inputs[rows])))
