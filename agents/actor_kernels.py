@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from uno_env.cards import NUM_ACTIONS
+from uno_env.cards import DRAW_ACTION, NUM_ACTIONS, NUM_CARD_TYPES, NUM_COLOURED_RANKS, WILD, action_card, action_colour
 from uno_env.core import (
     ACTION,
     BUDGET,
@@ -34,7 +34,19 @@ from uno_env.core import (
     legal_actions_into,
     play_turn,
 )
-from uno_env.observation import encode_state_into
+from uno_env.observation import BASE_SIZE, encode_state_into
+
+#: Per action, the card type it plays and the colour it leaves (-1 for the draw): the afterstate features' tables.
+_ACTION_CARD = np.array([action_card(a) for a in range(NUM_ACTIONS)], dtype=np.int64)
+_ACTION_COLOUR = np.array([action_colour(a) for a in range(NUM_ACTIONS)], dtype=np.int64)
+# Offsets of the afterstate features (agents.afterstate's table): card 54, colour 4, draw, hand left 54, its colours
+# 4, its wilds 2, follow, size.
+_DRAW = NUM_CARD_TYPES + 4
+_AFTER = _DRAW + 1
+_COLOURS_AFTER = _AFTER + NUM_CARD_TYPES
+_WILDS_AFTER = _COLOURS_AFTER + 4
+_FOLLOW = _WILDS_AFTER + 2
+assert _FOLLOW + 2 == 121 and _ACTION_CARD[DRAW_ACTION] == -1
 
 #: Hidden-layer activations the forward pass computes, by code.
 TANH, RELU = 0, 1
@@ -128,7 +140,7 @@ def _hidden(m: int, params: tuple) -> np.ndarray:
     """The input of the network's output layer (its last hidden layer, or the encoding if it has none) for the
     positions encoded in rows ``0..m-1`` of the params' input buffer; rows of a buffer of ``params``, overwritten
     by the next pass."""
-    weights, biases, activation, buffers, nonzero = params
+    weights, biases, activation, buffers, nonzero, _ = params
     last = len(weights) - 1
     if last == 0:
         return buffers[0][:m]
@@ -150,9 +162,16 @@ def forward(state: np.ndarray, legal: np.ndarray, n: int, params: tuple) -> np.n
     """The output layer of the network in ``params`` for the seat to move of a kernel state, ``legal[:n]`` its legal
     actions: the actor's 61 logits or the critic's one value.
 
-    The result is a row of the last of the params' buffers, overwritten by the next call with the same params.
+    The result is a row of the last of the params' buffers, overwritten by the next call with the same params (an
+    afterstate actor's: a new array, its legal moves' scores and 0 elsewhere, as its torch head gives).
     """
-    weights, biases, _, buffers, _ = params
+    weights, biases, _, buffers, _, afterstate = params
+    if afterstate:
+        logits = np.zeros(NUM_ACTIONS, dtype=np.float32)
+        scores = _move_scores(state, legal, n, params)
+        for i in range(n):
+            logits[legal[i]] = scores[i]
+        return logits
     last = len(weights) - 1
     encode_state_into(state, legal, n, buffers[0][0])
     hidden = _hidden(1, params)
@@ -177,9 +196,66 @@ def _best_legal(head: np.ndarray, bias: np.ndarray, hidden: np.ndarray, legal: n
 
 
 @njit(cache=True)
+def _move_features_into(row: np.ndarray, action: int) -> None:
+    """:func:`agents.afterstate.move_features` of ``action`` into ``row[BASE_SIZE:]``, the hand read from the
+    encoding in ``row[:BASE_SIZE]`` (the same numbers in float32)."""
+    out = row[BASE_SIZE:]
+    out[:] = 0.0
+    card = _ACTION_CARD[action]
+    colour = _ACTION_COLOUR[action]
+    if card >= 0:
+        out[card] = 1.0
+        out[NUM_CARD_TYPES + colour] = 1.0
+    else:
+        out[_DRAW] = 1.0
+    size = np.float32(0.0)
+    for t in range(NUM_CARD_TYPES):
+        left = row[t] - (np.float32(1.0) if t == card else np.float32(0.0))
+        out[_AFTER + t] = left
+        size += left
+        if t < WILD:
+            out[_COLOURS_AFTER + t // NUM_COLOURED_RANKS] += left
+    out[_WILDS_AFTER] = out[_AFTER + WILD]
+    out[_WILDS_AFTER + 1] = out[_AFTER + WILD + 1]
+    follow = out[_WILDS_AFTER] + out[_WILDS_AFTER + 1]
+    if colour >= 0:
+        follow += out[_COLOURS_AFTER + colour]
+    if 0 <= card < WILD:  # a coloured card can be followed by its rank in another colour
+        for other in range(4):
+            follow += out[_AFTER + other * NUM_COLOURED_RANKS + card % NUM_COLOURED_RANKS]
+    out[_FOLLOW] = follow / np.float32(7.0)
+    out[_FOLLOW + 1] = size / np.float32(20.0)
+
+
+@njit(cache=True)
+def _move_scores(state: np.ndarray, legal: np.ndarray, n: int, params: tuple) -> np.ndarray:
+    """An afterstate actor's scores of the moves ``legal[:n]`` (rows of a buffer, overwritten by the next pass): the
+    position encoded once, each move's features beside it in a row of its own, the rows through the scorer together."""
+    weights, biases, _, buffers, _, _ = params
+    rows = buffers[0]
+    encode_state_into(state, legal, n, rows[0][:BASE_SIZE])
+    for i in range(n):
+        if i > 0:
+            rows[i][:BASE_SIZE] = rows[0][:BASE_SIZE]
+        _move_features_into(rows[i], legal[i])
+    hidden = _hidden(n, params)
+    out = buffers[-1][:n]
+    np.dot(hidden, weights[-1].T, out)
+    _bias_activate(out, biases[-1], -1)
+    return out[:, 0]
+
+
+@njit(cache=True)
 def actor_choice(state: np.ndarray, legal: np.ndarray, n: int, params: tuple) -> int:
     """The legal action (of ``legal[:n]``) with the highest logit of the actor in ``params``, for the seat to move."""
-    weights, biases, _, buffers, _ = params
+    weights, biases, _, buffers, _, afterstate = params
+    if afterstate:
+        scores = _move_scores(state, legal, n, params)
+        best = 0
+        for i in range(1, n):  # legal actions come in increasing order: a tie keeps the earlier, lower one
+            if scores[i] > scores[best]:
+                best = i
+        return legal[best]
     encode_state_into(state, legal, n, buffers[0][0])
     return _best_legal(weights[-1], biases[-1], _hidden(1, params)[0], legal, n)
 
@@ -188,8 +264,14 @@ def actor_choice(state: np.ndarray, legal: np.ndarray, n: int, params: tuple) ->
 def choose_rows(games: np.ndarray, legal: np.ndarray, ctls: np.ndarray, rows: np.ndarray, m: int, params: tuple,
                 out: np.ndarray) -> None:
     """:func:`actor_choice` for the games ``games[rows[r]]``, ``r < m`` (at most :data:`BATCH`), in one forward pass:
-    ``out[r]`` is the choice among ``legal[rows[r], :ctls[rows[r], CHOICES]]``."""
-    weights, biases, _, buffers, _ = params
+    ``out[r]`` is the choice among ``legal[rows[r], :ctls[rows[r], CHOICES]]`` (an afterstate actor scores the games
+    one at a time, each game's legal moves in one pass)."""
+    weights, biases, _, buffers, _, afterstate = params
+    if afterstate:
+        for r in range(m):
+            g = rows[r]
+            out[r] = actor_choice(games[g], legal[g], ctls[g, CHOICES], params)
+        return
     for r in range(m):
         g = rows[r]
         encode_state_into(games[g], legal[g], ctls[g, CHOICES], buffers[0][r])
@@ -203,7 +285,7 @@ def choose_rows(games: np.ndarray, legal: np.ndarray, ctls: np.ndarray, rows: np
 def values_into(games: np.ndarray, rows: np.ndarray, m: int, params: tuple, legal: np.ndarray, out: np.ndarray) -> None:
     """:func:`value_of` for the games ``games[rows[r]]``, ``r < m`` (at most :data:`BATCH`), in one forward pass,
     into ``out[r]``; ``legal`` is scratch (a row of :data:`~uno_env.cards.NUM_ACTIONS` per game)."""
-    weights, biases, _, buffers, _ = params
+    weights, biases, _, buffers, _, _ = params
     for r in range(m):
         g = rows[r]
         encode_state_into(games[g], legal[g], legal_actions_into(games[g], legal[g]), buffers[0][r])

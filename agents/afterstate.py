@@ -28,9 +28,9 @@ Use it through the training config (``policy.actor: afterstate``) or directly::
 
     model = MaskablePPO(AfterstatePolicy, UnoEnv(), policy_kwargs={"head_arch": [512, 512, 256]})
 
-A checkpoint records ``head_arch`` (:func:`agents.ppo.policy_metadata`) and loads like any other. The compiled
-actor (:mod:`agents.compiled_actor`: the search's rollouts, the labelling games' base player) plays per-action
-networks only, and refuses this one by name.
+A checkpoint records ``head_arch`` (:func:`agents.ppo.policy_metadata`) and loads like any other. The compiled actor
+(:mod:`agents.compiled_actor`, :mod:`agents.actor_kernels`) plays it too, with the same features computed in numba,
+so it can roll out the search's simulations, be a generation's base player and the native vector env's opponent.
 """
 
 from __future__ import annotations

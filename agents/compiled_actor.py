@@ -24,7 +24,7 @@ from stable_baselines3.common.torch_layers import FlattenExtractor
 from threadpoolctl import threadpool_limits
 
 from agents.actor_kernels import BATCH, RELU, TANH, actor_choice
-from agents.afterstate import AfterstateHead
+from agents.afterstate import MOVE_FEATURES, AfterstateHead
 from agents.ppo import PPOPolicy
 from uno_env.observation import BASE_SIZE
 from uno_env.vector import CompiledOpponent
@@ -38,14 +38,14 @@ def actor_params(policy: PPOPolicy) -> tuple:
     indices of the input's non-zeros.
 
     Raises:
-        ValueError: if the network was trained with belief features, has an afterstate actor, or its feature
-            extractor or activations are not the plain MLP (flatten, then linear layers with tanh or ReLU) that
-            the kernel computes.
+        ValueError: if the network was trained with belief features, or its feature extractor or activations
+            are not the plain MLP (flatten, then linear layers with tanh or ReLU) that the kernel computes (an
+            afterstate actor's scorer is such an MLP).
     """
     net = policy.network
-    if isinstance(net.action_net, AfterstateHead):
-        raise ValueError(f"{policy.name}: an afterstate actor (agents.afterstate) does not compile; the compiled "
-                         "playouts take networks with one output row per action")
+    if isinstance(net.action_net, AfterstateHead):  # the scorer's hidden layers, then its one output
+        scorer = net.action_net.scorer
+        return _mlp_params(policy, "actor", net.pi_features_extractor, scorer[:-1], scorer[-1], afterstate=True)
     return _mlp_params(policy, "actor", net.pi_features_extractor, net.mlp_extractor.policy_net, net.action_net)
 
 
@@ -61,9 +61,10 @@ def value_params(policy: PPOPolicy) -> tuple:
 
 
 def _mlp_params(policy: PPOPolicy, role: str, extractor: torch.nn.Module, hidden: torch.nn.Sequential,
-                head: torch.nn.Linear) -> tuple:
-    """Weights, biases, activation and buffers of the network's ``role`` (actor or critic): ``extractor``, then
-    the ``hidden`` layers, then ``head``."""
+                head: torch.nn.Linear, afterstate: bool = False) -> tuple:
+    """Weights, biases, activation, buffers, scratch and kind of the network's ``role`` (actor or critic):
+    ``extractor``, then the ``hidden`` layers, then ``head``; ``afterstate``: an afterstate scorer, whose input rows
+    are the encoding and a move's features (:mod:`agents.afterstate`)."""
     if policy.belief != "none" or policy.observation_size != BASE_SIZE:
         raise ValueError(f"{policy.name}: only networks trained with belief='none' compile (this one has "
                          f"belief={policy.belief!r}); belief trackers are not compiled code")
@@ -87,9 +88,10 @@ def _mlp_params(policy: PPOPolicy, role: str, extractor: torch.nn.Module, hidden
     # workers already take one core each. So BLAS runs on the calling thread, as torch does (set_num_threads(1)).
     threadpool_limits(limits=1, user_api="blas")
     # a row per position of a batched forward pass (agents.actor_kernels.BATCH)
+    inputs = BASE_SIZE + (MOVE_FEATURES if afterstate else 0)
     buffers = tuple(np.zeros((BATCH, size), dtype=np.float32)
-                    for size in (BASE_SIZE, *(layer.out_features for layer in layers)))
-    return tuple(weights), biases, activation, buffers, np.zeros(BASE_SIZE, dtype=np.int64)
+                    for size in (inputs, *(layer.out_features for layer in layers)))
+    return tuple(weights), biases, activation, buffers, np.zeros(inputs, dtype=np.int64), afterstate
 
 
 def compiled_opponent(policy: PPOPolicy) -> CompiledOpponent:

@@ -572,12 +572,12 @@ class _Worlds:
 def _check_guidance(actor: tuple | None, value: tuple | None, leaf_moves: int | None, prior: float | None) -> None:
     """Refuse network guidance the search cannot use: a critic or a prior without a network's actor rolling out, a
     critic without ``leaf_moves`` (or the reverse), or parameters of the wrong head."""
-    if actor is not None and actor[0][-1].shape[0] != NUM_ACTIONS:
+    if actor is not None and actor[0][-1].shape[0] != NUM_ACTIONS and not actor[5]:  # actor[5]: an afterstate actor
         raise ValueError("rollout: a network's actor has one output per action; use actor_params, not value_params")
     if (value is not None or prior is not None) and actor is None:
         raise ValueError("a value head or a prior guides the search with a network's actor rolling out the searching "
                          "seat: set rollout=actor_params(policy) (and opponent_rollout)")
-    if value is not None and (not isinstance(value, tuple) or value[0][-1].shape[0] != 1):
+    if value is not None and (not isinstance(value, tuple) or value[0][-1].shape[0] != 1 or value[5]):
         raise ValueError("value must be a critic's params, value_params(policy), with one output")
     if (value is None) != (leaf_moves is None):
         raise ValueError("a value head and leaf_moves go together: set both or neither")

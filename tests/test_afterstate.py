@@ -18,17 +18,22 @@ import numpy as np
 import pytest
 import torch
 
+from agents.actor_kernels import forward
 from agents.afterstate import MOVE_FEATURES, TABLES, AfterstateHead, AfterstatePolicy, move_features
 from agents.compiled_actor import actor_params
+from agents.files import file_digest
 from agents.ppo import SETTINGS_MEMBER, PPOPolicy, load_network, save_model
 from train.config import ConfigError, parse_config
 from train.training.labelling import LabelJob, Workers
 from train.training.labelling import run as labelling_run
 from train.training.rollout_values import fit
 from train.training.trainer import train
+from uno_env import core
 from uno_env.cards import DRAW_ACTION, NUM_ACTIONS, NUM_CARD_TYPES, card_id, colour_id, play_action
 from uno_env.env import UnoEnv
-from uno_env.observation import BASE_SIZE, LEGAL_CHANNEL
+from uno_env.game import Game
+from uno_env.observation import BASE_SIZE, LEGAL_CHANNEL, encode_state_into
+from uno_env.opponents import RulePolicy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))  # scripts, not a package
 TABLE_TENSORS = {name: torch.from_numpy(table) for name, table in TABLES.items()}
@@ -149,8 +154,12 @@ def test_a_checkpoint_loads_without_unpickling_and_plays_the_same(tmp_path: Path
     with torch.no_grad():
         expected = model.policy.action_net(torch.from_numpy(batch)).numpy()
     assert np.allclose(loaded.logits(batch), expected, atol=1e-6)
-    with pytest.raises(ValueError, match="afterstate actor"):
-        actor_params(loaded)  # the compiled playouts cannot play it: said, not crashed
+    params, legal = actor_params(loaded), np.empty(NUM_ACTIONS, dtype=np.int64)
+    for state in _states(20):  # the compiled head's scores are the torch head's
+        n = core.legal_actions_into(state, legal)
+        observation = np.empty(BASE_SIZE, dtype=np.float32)
+        encode_state_into(state, legal, n, observation)
+        assert np.allclose(forward(state, legal, n, params), loaded.logits(observation[None])[0], atol=1e-5)
     with zipfile.ZipFile(path) as archive:
         members = {name: archive.read(name) for name in archive.namelist()}
     settings = json.loads(members[SETTINGS_MEMBER])
@@ -162,6 +171,20 @@ def test_a_checkpoint_loads_without_unpickling_and_plays_the_same(tmp_path: Path
             archive.writestr(name, data)
     with pytest.raises(ValueError, match="head_arch"):
         load_network(bad, trusted=False)
+
+
+def _states(count: int) -> list[np.ndarray]:
+    """Kernel states of the decisions of rule-vs-rule games, ``count`` of them."""
+    states, rule = [], RulePolicy()
+    for seed in range(count):
+        game = Game.deal(np.random.default_rng(seed), seed % 2)
+        for _ in range(seed % 9):
+            if not game.done:
+                game.step(rule.act(game.observe(game.current)))
+        if not game.done:
+            states.append(core.pack_state(game.hands, game.deck, game.discard, game.active_colour, game.current,
+                                          game.pending_draw))
+    return states
 
 
 def _random_labels(count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -187,18 +210,23 @@ def test_uno_train_trains_an_afterstate_actor_with_ppo(tmp_path: Path):
 @pytest.mark.parametrize("change, field", [
     ({"policy": {"net_arch": [16], "actor": "afterstate", "critic": "privileged"}}, "policy.critic"),
     ({"total_timesteps": 0, "ppo_phase": {"steps": 1000}}, "ppo_phase.steps"),
-    ({"total_timesteps": 0, "pretrain": {"teacher": "rule", "labels": "search-values", "rounds": 2}},
-     "pretrain.rounds"),
 ])
-def test_afterstate_settings_that_would_have_to_compile_are_refused(change: dict, field: str):
+def test_afterstate_settings_it_cannot_take_are_refused(change: dict, field: str):
     with pytest.raises(ConfigError, match=field):
         parse_config({**TINY, **change})
 
 
-def test_generations_with_small_featureless_bases_are_allowed():
+def test_expert_iteration_runs_generations_of_afterstate_networks(tmp_path: Path):
+    """Generation 2's games and the search's rollouts are played by generation 1's afterstate network, compiled."""
     config = parse_config({**TINY, "total_timesteps": 0, "pretrain": {
-        "teacher": "rule", "labels": "search-values", "rounds": 2, "round_net_arch": [16]}})
-    assert config.policy.actor == "afterstate"
+        "teacher": "rule", "labels": "search-values", "rounds": 2, "games": 4, "shard_games": 2, "epochs": 2,
+        "search_simulations": 64, "search_leaf_moves": 2}, "eval": {**TINY["eval"], "final_pairs": 0}})
+    train(config, tmp_path / "run", quiet=True)
+    folder = tmp_path / "run" / "pretrain"
+    generation_1 = folder / "round_1.zip"
+    assert isinstance(PPOPolicy.load(generation_1).network, AfterstatePolicy)
+    settings = json.loads((folder / "round_2" / "labels.json").read_text())["settings"]
+    assert settings["base player"] == file_digest(generation_1)
 
 
 def test_distil_fits_a_checkpoint_on_label_folders_and_refuses_other_folders(tmp_path: Path, monkeypatch):

@@ -28,6 +28,7 @@ from uno_env.opponents import RulePolicy
 from uno_env.view import RESHUFFLE
 
 SHIPPED = "models/search-q-none/model.zip"
+AFTERSTATE = "models/search-q-afterstate/model.zip"  # an afterstate actor (agents.afterstate)
 
 
 def _relu_checkpoint(tmp_path) -> str:
@@ -36,9 +37,13 @@ def _relu_checkpoint(tmp_path) -> str:
     return str(save_model(model, tmp_path / "relu.zip", {"belief": "none", "config": "test", "steps": 0}))
 
 
-@pytest.mark.parametrize("which", ["shipped", "relu"])
+def _checkpoint(which: str, tmp_path) -> str:
+    return {"shipped": SHIPPED, "afterstate": AFTERSTATE}.get(which) or _relu_checkpoint(tmp_path)
+
+
+@pytest.mark.parametrize("which", ["shipped", "relu", "afterstate"])
 def test_the_compiled_actor_chooses_the_checkpoints_move_at_every_decision(which, tmp_path):
-    policy = PPOPolicy.load(SHIPPED if which == "shipped" else _relu_checkpoint(tmp_path))
+    policy = PPOPolicy.load(_checkpoint(which, tmp_path))
     params = actor_params(policy)
     observer, legal = SeatObserver(), np.empty(61, dtype=np.int64)
     compared = 0
@@ -98,11 +103,11 @@ def test_labels_over_a_checkpoint_record_its_moves():
     assert len(moves) > 20
 
 
-@pytest.mark.parametrize("which", ["shipped", "relu"])
+@pytest.mark.parametrize("which", ["shipped", "relu", "afterstate"])
 def test_a_batched_pass_makes_the_single_passes_choices_and_values(which, tmp_path):
     # choose_rows/values_into take the positions of a batch in one pass (a dense product over the rows), actor_choice
     # and value_of one at a time (the first layer from the non-zero inputs): the same moves, values within rounding.
-    policy = PPOPolicy.load(SHIPPED if which == "shipped" else _relu_checkpoint(tmp_path))
+    policy = PPOPolicy.load(_checkpoint(which, tmp_path))
     actor, critic = actor_params(policy), value_params(policy)
     games, legal, ctls = np.zeros((BATCH, core.STATE_SIZE), np.int64), np.zeros((BATCH, 61), np.int64), \
         np.zeros((BATCH, core.CTL_SIZE), np.int64)

@@ -148,3 +148,11 @@ def test_search_labels_roll_out_the_base_player_on_its_seat_and_rule_on_the_othe
     base = BasePlayer(save_model(model, tmp_path / "round.zip", {"belief": "none", "config": "test", "steps": 0}))
     player = SearchLabels().player(base)
     assert player._actor is base.params and player._compiled_rollout[1] == core.RULE_POLICY
+
+
+def test_a_search_budget_below_the_legal_moves_leaves_the_unsimulated_moves_unlabelled():
+    """Two simulations a decision cannot try every move: those it never tried get no label (NaN), and nothing fails."""
+    _, values, moves = collect(games=4, seed=2, deck_orders=1, belief="none", search=SearchLabels(2))
+    tried = np.isfinite(values).sum(axis=1)
+    assert tried.max() <= 2 and (tried >= 1).all()
+    assert len(moves) > 20

@@ -460,18 +460,13 @@ def _validate(config: TrainConfig) -> None:
 
 
 def _validate_afterstate(config: TrainConfig) -> None:
-    """An afterstate actor (agents.afterstate) plays in torch only: not where a network must compile."""
-    pretrain = config.pretrain
+    """An afterstate actor (agents.afterstate): a public critic, and no PPO phase (not tried with it)."""
     if config.policy.critic != "public":
         raise ConfigError(f"policy.critic must be 'public' with policy.actor 'afterstate', got "
                           f"{config.policy.critic!r}")
     if config.ppo_phase.steps:
-        raise ConfigError("ppo_phase.steps must be 0 with policy.actor 'afterstate': the phase's loop takes networks "
-                          f"with an output row per action, got {config.ppo_phase.steps:,}")
-    if pretrain.labels != "moves" and pretrain.rounds > 1 and pretrain.round_net_arch is None:
-        raise ConfigError(f"pretrain.rounds must be 1 with policy.actor 'afterstate' (or set pretrain.round_net_arch): "
-                          f"each generation's network is the next one's base player, which the compiled playouts "
-                          f"play, and an afterstate actor does not compile; got {pretrain.rounds}")
+        raise ConfigError("ppo_phase.steps must be 0 with policy.actor 'afterstate': the phase has not been tried "
+                          f"with an afterstate actor, got {config.ppo_phase.steps:,}")
 
 
 def _validate_native(config: TrainConfig) -> None:

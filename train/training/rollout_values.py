@@ -218,10 +218,12 @@ class _Labeller:
 
 
 def root_values(search: SearchPolicy) -> np.ndarray:
-    """A search's last decision as labels: each root move's mean outcome on the +-1 scale (NaN: illegal)."""
+    """A search's last decision as labels: each root move's mean outcome on the +-1 scale (NaN: illegal, or never
+    simulated, which a budget below the number of legal moves leaves some moves)."""
     values = np.full(NUM_ACTIONS, np.nan)
     for action, (visits, total) in search.last_root.items():
-        values[action] = 2.0 * total / visits - 1.0
+        if visits:
+            values[action] = 2.0 * total / visits - 1.0
     return values
 
 
