@@ -245,3 +245,9 @@ def test_distil_fits_a_checkpoint_on_label_folders_and_refuses_other_folders(tmp
     monkeypatch.setattr(sys, "argv", ["distil.py", str(tmp_path), "--seed", "0", "--out", str(out)])
     with pytest.raises(SystemExit, match="not a round of labels"):
         distil.main()
+
+
+def test_a_per_action_network_cannot_start_an_afterstate_run(tmp_path: Path):
+    with pytest.raises(ConfigError, match="policy.init: .* is not this config's network: .*actor 'mlp'"):
+        train(parse_config({**TINY, "policy": {"net_arch": [512, 512, 256], "actor": "afterstate",
+                                               "init": "search-q-none"}}), tmp_path / "run", quiet=True)

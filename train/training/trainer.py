@@ -450,7 +450,8 @@ def _start_from(model: Any, spec: str, venv: Any) -> None:
         raise ConfigError(f"policy.init: {path} is not this config's network: it has belief {settings.get('belief')!r}"
                           f", {settings.get('observation_size')} inputs (+{settings.get('privileged_size', 0)} "
                           f"privileged), net_arch {arch.get('pi') if isinstance(arch, dict) else arch}, activation "
-                          f"{str(record.get('activation')).lower()!r}") from None
+                          f"{str(record.get('activation')).lower()!r}, actor "
+                          f"{'afterstate' if record.get('class') == 'AfterstatePolicy' else 'mlp'!r}") from None
 
 
 def _records(run_dir: Path) -> bool:
