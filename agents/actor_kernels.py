@@ -22,9 +22,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from uno_env.cards import DRAW_ACTION, NUM_ACTIONS, NUM_CARD_TYPES, NUM_COLOURED_RANKS, WILD, action_card, action_colour
+from uno_env.cards import ACTIONS_PER_COLOUR, NUM_ACTIONS, NUM_CARD_TYPES, NUM_COLOURED_RANKS, WILD
 from uno_env.core import (
     ACTION,
+    ACTION_CARD,
     BUDGET,
     CHOICES,
     CTL_SIZE,
@@ -36,9 +37,6 @@ from uno_env.core import (
 )
 from uno_env.observation import BASE_SIZE, encode_state_into
 
-#: Per action, the card type it plays and the colour it leaves (-1 for the draw): the afterstate features' tables.
-_ACTION_CARD = np.array([action_card(a) for a in range(NUM_ACTIONS)], dtype=np.int64)
-_ACTION_COLOUR = np.array([action_colour(a) for a in range(NUM_ACTIONS)], dtype=np.int64)
 # Offsets of the afterstate features (agents.afterstate's table): card 54, colour 4, draw, hand left 54, its colours
 # 4, its wilds 2, follow, size.
 _DRAW = NUM_CARD_TYPES + 4
@@ -46,7 +44,7 @@ _AFTER = _DRAW + 1
 _COLOURS_AFTER = _AFTER + NUM_CARD_TYPES
 _WILDS_AFTER = _COLOURS_AFTER + 4
 _FOLLOW = _WILDS_AFTER + 2
-assert _FOLLOW + 2 == 121 and _ACTION_CARD[DRAW_ACTION] == -1
+assert _FOLLOW + 2 == 121
 
 #: Hidden-layer activations the forward pass computes, by code.
 TANH, RELU = 0, 1
@@ -201,8 +199,8 @@ def _move_features_into(row: np.ndarray, action: int) -> None:
     encoding in ``row[:BASE_SIZE]`` (the same numbers in float32)."""
     out = row[BASE_SIZE:]
     out[:] = 0.0
-    card = _ACTION_CARD[action]
-    colour = _ACTION_COLOUR[action]
+    card = ACTION_CARD[action]
+    colour = action // ACTIONS_PER_COLOUR if card >= 0 else -1  # the colour the move leaves in force
     if card >= 0:
         out[card] = 1.0
         out[NUM_CARD_TYPES + colour] = 1.0

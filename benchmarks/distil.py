@@ -23,23 +23,23 @@ import torch
 
 from agents.files import write_text
 from agents.ppo import save_model
+from train.training import labelling
 from train.training.rollout_values import ACTIVATIONS, fit
 from uno_env.observation import BASE_SIZE
 
 
 def read_rounds(folders: list[Path]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Observations, move values and base moves of every shard of ``folders``, in order."""
+    """Observations, move values and base moves of every finished shard of ``folders``, in order."""
     parts = []
     for folder in folders:
-        shards = sorted(folder.glob("shard_*.npz"))
-        if not (folder / "labels.json").is_file() or not shards:
-            raise SystemExit(f"{folder} is not a round of labels (labels.json and shard_NNNNN.npz files)")
-        for shard in shards:
-            with np.load(shard, allow_pickle=False) as data:
-                if data["observations"].shape[1] != BASE_SIZE:
-                    raise SystemExit(f"{shard}: observations of {data['observations'].shape[1]} channels; only "
-                                     f"labels without belief features ({BASE_SIZE}) are fitted here")
-                parts.append((data["observations"], data["values"], data["moves"]))
+        try:
+            labels = labelling.read_round(folder)
+        except ValueError as error:
+            raise SystemExit(str(error)) from None
+        if labels[0].shape[1] != BASE_SIZE:
+            raise SystemExit(f"{folder}: observations of {labels[0].shape[1]} channels; only labels without belief "
+                             f"features ({BASE_SIZE}) are fitted here")
+        parts.append(labels)
     return tuple(np.concatenate(arrays) for arrays in zip(*parts, strict=True))
 
 

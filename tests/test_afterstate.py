@@ -245,6 +245,10 @@ def test_distil_fits_a_checkpoint_on_label_folders_and_refuses_other_folders(tmp
     monkeypatch.setattr(sys, "argv", ["distil.py", str(tmp_path), "--seed", "0", "--out", str(out)])
     with pytest.raises(SystemExit, match="not a round of labels"):
         distil.main()
+    (tmp_path / "round_1" / "shard_00001.npz").write_bytes(b"cut short")  # a shard that no longer loads
+    monkeypatch.setattr(sys, "argv", ["distil.py", str(tmp_path / "round_1"), "--seed", "0", "--out", str(out)])
+    with pytest.raises(SystemExit, match="shard_00001.npz: it does not load"):
+        distil.main()
 
 
 def test_a_per_action_network_cannot_start_an_afterstate_run(tmp_path: Path):

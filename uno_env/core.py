@@ -101,7 +101,8 @@ OUTCOME = CURRENT + 1  # RUNNING, DRAWN or the winning seat
 STATE_SIZE = OUTCOME + 1
 
 _RANK_OF = tuple(card_rank(card) for card in range(_N))
-_ACTION_CARD = np.array([action_card(a) for a in range(NUM_ACTIONS)], dtype=np.int64)
+#: The card type each action plays (-1 for the draw): :func:`uno_env.cards.action_card` as a table for the kernels.
+ACTION_CARD = np.array([action_card(a) for a in range(NUM_ACTIONS)], dtype=np.int64)
 # With (colour, top_rank) in force, the actions playing a card type of cards.PLAYABLE[colour][top_rank], ascending:
 # _PLAYABLE_ACTIONS[colour, top_rank, :_PLAYABLE_COUNT[colour, top_rank]], and the card type each plays in
 # _PLAYABLE_CARDS. At most 24 (13 of the colour, 3 of the rank, 4 colours of each wild): legal_actions_into checks
@@ -111,10 +112,10 @@ _PLAYABLE_ACTIONS = np.zeros((4, 15, 24), dtype=np.int64)
 for _colour in range(4):
     for _rank in range(15):
         for _action in range(DRAW_ACTION):
-            if _ACTION_CARD[_action] in PLAYABLE[_colour][_rank]:
+            if ACTION_CARD[_action] in PLAYABLE[_colour][_rank]:
                 _PLAYABLE_ACTIONS[_colour, _rank, _PLAYABLE_COUNT[_colour, _rank]] = _action
                 _PLAYABLE_COUNT[_colour, _rank] += 1
-_PLAYABLE_CARDS = _ACTION_CARD[_PLAYABLE_ACTIONS]
+_PLAYABLE_CARDS = ACTION_CARD[_PLAYABLE_ACTIONS]
 
 
 # ---------------------------------------------------------------------- rule functions (Python and compiled)
@@ -292,7 +293,7 @@ legal_actions_inline = njit(inline="always")(legal_actions_into.py_func)
 def play_card(state: np.ndarray, action: int) -> None:
     """Play the card of a legal non-draw ``action`` for the seat to move."""
     seat = state[CURRENT]
-    card = _ACTION_CARD[action]
+    card = ACTION_CARD[action]
     state[HANDS + _N * seat + card] -= 1
     state[HAND_SIZES + seat] -= 1
     state[DISCARD + state[DISCARD_LEN]] = card
@@ -386,7 +387,7 @@ def rule_action(hand: np.ndarray, opponent_hand_size: int, legal: np.ndarray, n:
     best_action, best_tier, best_score = legal[0], -1, 0
     for i in range(n):
         action = legal[i]
-        card = _ACTION_CARD[action]
+        card = ACTION_CARD[action]
         score = colour_counts[action // 15] - (1 if card < WILD else 0)
         rank = _RANK_OF[card]
         if card == WILD:

@@ -145,6 +145,25 @@ def _read_shard(path: Path, shard: int, settings: str) -> Labels:
     return observations, values, moves
 
 
+def read_round(folder: Path) -> Labels:
+    """The labels of a round folder's finished shards, concatenated in shard order, each checked as ``--resume``
+    checks it; ``ValueError`` naming the folder or the shard when it is not a round of labels."""
+    try:
+        manifest = json.loads((folder / _MANIFEST).read_text())
+        fingerprint, shards = json.dumps(manifest["settings"], sort_keys=True), sorted(map(int, manifest["shards"]))
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{folder} is not a round of labels ({_MANIFEST}: {error})") from None
+    if not shards:
+        raise ValueError(f"{folder} is not a round of labels: {_MANIFEST} lists no finished shard")
+    parts = []
+    for shard in shards:
+        try:
+            parts.append(_read_shard(shard_path(folder, shard), shard, fingerprint))
+        except ValueError as error:
+            raise ValueError(f"{shard_path(folder, shard)}: {error}") from None
+    return tuple(np.concatenate(arrays) for arrays in zip(*parts, strict=True))
+
+
 def check_settings(folder: Path, settings: dict[str, Any]) -> None:
     """Refuse a folder whose labels were made with other settings, naming the first that differs."""
     try:
