@@ -26,7 +26,7 @@ from agents.ppo import SETTINGS_MEMBER, PPOPolicy, load_network, save_model
 from train.config import ConfigError, parse_config
 from train.training.labelling import LabelJob, Workers
 from train.training.labelling import run as labelling_run
-from train.training.rollout_values import fit
+from train.training.rollout_values import SCALE, fit
 from train.training.trainer import train
 from uno_env import core
 from uno_env.cards import DRAW_ACTION, NUM_ACTIONS, NUM_CARD_TYPES, card_id, colour_id, play_action
@@ -255,3 +255,17 @@ def test_a_per_action_network_cannot_start_an_afterstate_run(tmp_path: Path):
     with pytest.raises(ConfigError, match="policy.init: .* is not this config's network: .*actor 'mlp'"):
         train(parse_config({**TINY, "policy": {"net_arch": [512, 512, 256], "actor": "afterstate",
                                                "init": "search-q-none"}}), tmp_path / "run", quiet=True)
+
+
+def test_centred_targets_drop_each_positions_level():
+    """Labels equal for every legal move but far from 0: centred, the fitted logits stay near 0; not, they follow."""
+    batch = observations(400, seed=7)
+    values = np.where(batch[:, LEGAL_CHANNEL] > 0, 0.9, np.nan)
+    means = {}
+    for centred in (True, False):
+        model, _ = fit(batch, values, np.argmax(np.isfinite(values), axis=1), epochs=20, seed=0, net_arch=[16],
+                       learning_rate=3e-3, batch_size=32, actor="afterstate", centred=centred)
+        with torch.no_grad():
+            logits = model.policy.action_net(torch.from_numpy(batch)).numpy()
+        means[centred] = float(np.mean(logits[np.isfinite(values)]) / SCALE)
+    assert abs(means[True]) < 0.1 and means[False] > 0.6
