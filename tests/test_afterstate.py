@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from sb3_contrib import MaskablePPO
 
 from agents.actor_kernels import forward
 from agents.afterstate import MOVE_FEATURES, TABLES, AfterstateHead, AfterstatePolicy, move_features
@@ -24,8 +25,10 @@ from agents.compiled_actor import actor_params
 from agents.files import file_digest
 from agents.ppo import SETTINGS_MEMBER, PPOPolicy, load_network, save_model
 from train.config import ConfigError, parse_config
+from train.training import rollout_values
 from train.training.labelling import LabelJob, Workers
 from train.training.labelling import run as labelling_run
+from train.training.pretrain import improve
 from train.training.rollout_values import SCALE, fit
 from train.training.trainer import train
 from uno_env import core
@@ -269,3 +272,27 @@ def test_centred_targets_drop_each_positions_level():
             logits = model.policy.action_net(torch.from_numpy(batch)).numpy()
         means[centred] = float(np.mean(logits[np.isfinite(values)]) / SCALE)
     assert abs(means[True]) < 0.1 and means[False] > 0.6
+
+
+def test_the_runs_network_alone_is_fitted_centred_and_annealed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """pretrain.centred / cosine reach the fit of the run's network; a round's small network keeps the plain fit."""
+    config = parse_config({**TINY, "total_timesteps": 0, "pretrain": {
+        "teacher": "random", "labels": "search-values", "rounds": 2, "games": 4, "shard_games": 2, "epochs": 1,
+        "round_net_arch": [8], "search_simulations": 16, "batch_size": 64, "centred": True, "cosine": True}})
+    fits: list[tuple[bool, bool, bool]] = []  # (afterstate network, centred, cosine) of each fit
+    real = rollout_values.fit_values
+
+    def recorded(policy, *args):
+        fits.append((isinstance(policy, AfterstatePolicy), *args[-2:]))
+        return real(policy, *args)
+
+    monkeypatch.setattr(rollout_values, "fit_values", recorded)
+    model = MaskablePPO(AfterstatePolicy, UnoEnv(), device="cpu", policy_kwargs={"net_arch": [16],
+                                                                                 "head_arch": [16]})
+    improve(model, config, seed=0, workdir=tmp_path)
+    assert fits == [(False, False, False), (True, True, True)]
+
+
+def test_centred_and_cosine_are_refused_for_imitation():
+    with pytest.raises(ConfigError, match="pretrain.centred is for labels"):
+        parse_config({**TINY, "pretrain": {"teacher": "rule", "labels": "moves", "centred": True}})

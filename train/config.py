@@ -182,6 +182,11 @@ class PretrainConfig:
     base only if it is not worse than that one. With ``critic_games`` > 0 each round's network then plays that many
     games against ``rule`` and its critic is refitted on their outcomes (:mod:`train.training.outcome_critic`), so
     the next round's guided search scores its leaves with a value learned from results as well as labels.
+
+    ``centred`` and ``cosine`` change how the run's network (not a round's small one) fits the values: ``centred``
+    fits each position's values less their mean over its legal moves (the differences a player acts on),
+    ``cosine`` anneals the learning rate to 0 along a half cosine over the epochs
+    (:func:`~train.training.rollout_values.fit_values`; docs/RESULTS.md, "An afterstate actor").
     """
 
     teacher: str | None = None
@@ -205,6 +210,8 @@ class PretrainConfig:
     last_window: int | None = field(default=None, metadata=_check(_positive))
     gate_pairs: int = field(default=0, metadata=_check(_non_negative))
     critic_games: int = field(default=0, metadata=_check(_bounded(0, 500_000)))  # ~22 kB of memory each
+    centred: bool = False
+    cosine: bool = False
 
 
 @dataclass
@@ -572,7 +579,8 @@ def _validate_rollout_values(config: TrainConfig) -> None:
         for key, value, default in (("round_net_arch", pretrain.round_net_arch, None),
                                     ("gate_pairs", pretrain.gate_pairs, 0), ("window", pretrain.window, 1),
                                     ("last_window", pretrain.last_window, None),
-                                    ("critic_games", pretrain.critic_games, 0)):
+                                    ("critic_games", pretrain.critic_games, 0), ("centred", pretrain.centred, False),
+                                    ("cosine", pretrain.cosine, False)):
             if value != default:
                 raise ConfigError(f"pretrain.{key} is for labels: rollout-values or search-values, got labels: moves")
     if pretrain.critic_games and config.env.belief not in ("none", "counting"):

@@ -282,7 +282,8 @@ def _fit_round(model: Any, config: TrainConfig, own_network: bool, observations:
     else:
         student = model
         metrics = rollout_values.fit_values(model.policy, observations, values, moves, settings.epochs, seed,
-                                            settings.base_bonus, settings.learning_rate, settings.batch_size)
+                                            settings.base_bonus, settings.learning_rate, settings.batch_size,
+                                            settings.centred, settings.cosine)
     if settings.critic_games:
         metrics |= outcome_critic.fit_critic_on_outcomes(
             student.policy, "none" if own_network else config.env.belief, settings.critic_games, seed,
