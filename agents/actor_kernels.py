@@ -166,7 +166,8 @@ def forward(state: np.ndarray, legal: np.ndarray, n: int, params: tuple) -> np.n
     weights, biases, _, buffers, _, afterstate = params
     if afterstate:
         logits = np.zeros(NUM_ACTIONS, dtype=np.float32)
-        scores = _move_scores(state, legal, n, params)
+        _afterstate_rows_into(state, legal, n, buffers[0])
+        scores = _scores(n, params)
         for i in range(n):
             logits[legal[i]] = scores[i]
         return logits
@@ -226,34 +227,44 @@ def _move_features_into(row: np.ndarray, action: int) -> None:
 
 
 @njit(cache=True)
-def _move_scores(state: np.ndarray, legal: np.ndarray, n: int, params: tuple) -> np.ndarray:
-    """An afterstate actor's scores of the moves ``legal[:n]`` (rows of a buffer, overwritten by the next pass): the
-    position encoded once, each move's features beside it in a row of its own, the rows through the scorer together."""
-    weights, biases, _, buffers, _, _ = params
-    rows = buffers[0]
+def _afterstate_rows_into(state: np.ndarray, legal: np.ndarray, n: int, rows: np.ndarray) -> None:
+    """An afterstate actor's input for the moves ``legal[:n]`` into ``rows[:n]``: the position encoded once, each
+    move's features beside it in a row of its own."""
     encode_state_into(state, legal, n, rows[0][:BASE_SIZE])
     for i in range(n):
         if i > 0:
             rows[i][:BASE_SIZE] = rows[0][:BASE_SIZE]
         _move_features_into(rows[i], legal[i])
-    hidden = _hidden(n, params)
-    out = buffers[-1][:n]
-    np.dot(hidden, weights[-1].T, out)
+
+
+@njit(cache=True)
+def _scores(m: int, params: tuple) -> np.ndarray:
+    """An afterstate actor's scores of the ``m`` rows of the params' input buffer, through the scorer together (a
+    column of a buffer, overwritten by the next pass)."""
+    weights, biases, _, buffers, _, _ = params
+    out = buffers[-1][:m]
+    np.dot(_hidden(m, params), weights[-1].T, out)
     _bias_activate(out, biases[-1], -1)
     return out[:, 0]
+
+
+@njit(inline="always")
+def _best_row(scores: np.ndarray, first: int, n: int) -> int:
+    """The index ``i < n`` of the highest of ``scores[first:first + n]``; a tie keeps the earlier (lower) move."""
+    best = 0
+    for i in range(1, n):
+        if scores[first + i] > scores[first + best]:
+            best = i
+    return best
 
 
 @njit(cache=True)
 def actor_choice(state: np.ndarray, legal: np.ndarray, n: int, params: tuple) -> int:
     """The legal action (of ``legal[:n]``) with the highest logit of the actor in ``params``, for the seat to move."""
     weights, biases, _, buffers, _, afterstate = params
-    if afterstate:
-        scores = _move_scores(state, legal, n, params)
-        best = 0
-        for i in range(1, n):  # legal actions come in increasing order: a tie keeps the earlier, lower one
-            if scores[i] > scores[best]:
-                best = i
-        return legal[best]
+    if afterstate:  # legal actions come in increasing order: a tie keeps the lower one
+        _afterstate_rows_into(state, legal, n, buffers[0])
+        return legal[_best_row(_scores(n, params), 0, n)]
     encode_state_into(state, legal, n, buffers[0][0])
     return _best_legal(weights[-1], biases[-1], _hidden(1, params)[0], legal, n)
 
@@ -262,13 +273,25 @@ def actor_choice(state: np.ndarray, legal: np.ndarray, n: int, params: tuple) ->
 def choose_rows(games: np.ndarray, legal: np.ndarray, ctls: np.ndarray, rows: np.ndarray, m: int, params: tuple,
                 out: np.ndarray) -> None:
     """:func:`actor_choice` for the games ``games[rows[r]]``, ``r < m`` (at most :data:`BATCH`), in one forward pass:
-    ``out[r]`` is the choice among ``legal[rows[r], :ctls[rows[r], CHOICES]]`` (an afterstate actor scores the games
-    one at a time, each game's legal moves in one pass)."""
+    ``out[r]`` is the choice among ``legal[rows[r], :ctls[rows[r], CHOICES]]``. An afterstate actor takes a row per
+    legal move, so its games fill passes of at most :data:`BATCH` rows, each game's moves in one pass."""
     weights, biases, _, buffers, _, afterstate = params
     if afterstate:
-        for r in range(m):
-            g = rows[r]
-            out[r] = actor_choice(games[g], legal[g], ctls[g, CHOICES], params)
+        first = 0  # the first game of the pass being filled, and the rows it holds so far
+        used = 0
+        for r in range(m + 1):
+            n = ctls[rows[r], CHOICES] if r < m else 0
+            if used and (r == m or used + n > BATCH):  # score the pass; each of its games picks its best move
+                scores = _scores(used, params)
+                row = 0
+                for q in range(first, r):
+                    g = rows[q]
+                    out[q] = legal[g][_best_row(scores, row, ctls[g, CHOICES])]
+                    row += ctls[g, CHOICES]
+                first, used = r, 0
+            if r < m:
+                _afterstate_rows_into(games[rows[r]], legal[rows[r]], n, buffers[0][used:])
+                used += n
         return
     for r in range(m):
         g = rows[r]
