@@ -62,6 +62,7 @@ from train.evaluation.matches import (
     make_executor,
     stop_stray_processes,
 )
+from train.interrupts import signals_held
 from train.policies import resolve_policy
 from train.specs import checkpoint_path, label
 from train.training.labelling import Workers
@@ -254,7 +255,8 @@ class RunCallback(BaseCallback):
         """Save the model now (idempotent per step)."""
         path = self.checkpoints / f"step_{self.model.num_timesteps:09d}.zip"
         if not path.exists():
-            save_model(self.model, path, self.settings())
+            with signals_held():  # a Ctrl-C or SIGTERM inside torch's zip writer would be replaced by its error
+                save_model(self.model, path, self.settings())
             if self.record is not None:
                 self.record.update(int(self.model.num_timesteps))
         return path
