@@ -284,9 +284,26 @@ _ROLLOUT = {"teacher": "rule", "labels": "rollout-values"}
      ["pretrain.round_simulations", "1 to 1,000,000"]),
     ({"pretrain": {**_ROLLOUT, "labels": "search-values", "round_simulations": "400"}},
      ["pretrain.round_simulations", "a list of an integer"]),
+    ({"pretrain": {"teacher": "rule", "labels": "moves", "opponent": {"random": 1}}},
+     ["pretrain.opponent", "labels: moves"]),
+    ({"pretrain": {**_ROLLOUT, "opponent": {"ruel": 1}}}, ["pretrain.opponent.ruel", "unknown opponent", "'ruel'"]),
+    ({"pretrain": {**_ROLLOUT, "opponent": {"rule": -1, "random": 1}}}, ["pretrain.opponent.rule", "-1", ">= 0"]),
+    ({"pretrain": {**_ROLLOUT, "opponent": {"rule": 0}}}, ["pretrain.opponent", "more than 0"]),
+    ({"pretrain": {**_ROLLOUT, "opponent": {}}}, ["pretrain.opponent", "at least one"]),
+    ({"pretrain": {**_ROLLOUT, "labels": "search-values", "search_belief": "aware",
+                   "opponent": {"rule": 1, "self": 1}}},
+     ["pretrain.search_belief 'aware'", "pretrain.opponent must be rule alone", "'self'"]),
 ])
 def test_rollout_value_labels_refuse_what_they_cannot_compile(changes: dict[str, Any], parts: list[str]):
     assert_names(error_of(with_(**changes)), *parts)
+
+
+def test_a_labelling_mix_of_players_and_self_is_accepted():
+    config = parse_config(with_(pretrain={**_ROLLOUT, "labels": "search-values", "search_belief": "aware",
+                                          "opponent": {"rule": 2, "random": 0}}))
+    assert config.pretrain.opponent == {"rule": 2.0, "random": 0.0}
+    mixed = parse_config(with_(pretrain={**_ROLLOUT, "opponent": {"rule": 2, "random": 1, "self": 1}}))
+    assert mixed.pretrain.opponent == {"rule": 2.0, "random": 1.0, "self": 1.0}
 
 
 def test_zero_steps_need_a_warm_start():

@@ -23,6 +23,7 @@ import pytest
 import yaml
 from uno_testlib import as_from_a_terminal
 
+from agents.files import file_digest
 from agents.ppo import load_network
 from train.config import ConfigError
 from train.training import labelling
@@ -115,11 +116,23 @@ def test_a_worker_killed_mid_shard_is_replaced_and_its_shard_labelled_once(tmp_p
     ({"shard_games": 3}, "pretrain.shard_games"),
     ({"belief": "counting"}, "env.belief"),
     ({"seed": 5}, "seed"),
+    ({"opponent": (("rule", 1.0), ("random", 1.0))}, "pretrain.opponent"),
 ])
 def test_labels_made_with_other_settings_are_refused_by_name(change: dict, named: str, tmp_path: Path):
     labelling.run(JOB, tmp_path, Workers(1), progress=False)
     with pytest.raises(ConfigError, match=f"made with {named} = "):
         labelling.run(LabelJob(**{**JOB.__dict__, **change}), tmp_path, Workers(1), progress=False)
+
+
+def test_the_labelled_games_are_played_against_the_opponent_mix(tmp_path: Path):
+    with Workers(2) as workers:
+        def labels(**change) -> tuple[np.ndarray, ...]:
+            job = LabelJob(**{**JOB.__dict__, **change})
+            return labelling.run(job, tmp_path / str(len(list(tmp_path.iterdir()))), workers, progress=False)[0]
+        against_rule = labels()
+        assert same_labels(against_rule, labels(opponent=(("self", 1.0),), pool=("rule",)))  # the pool plays
+        assert not same_labels(against_rule, labels(opponent=(("random", 1.0),)))
+        assert not same_labels(against_rule, labels(opponent=(("self", 1.0),), pool=("random",)))
 
 
 # ------------------------------------------------------------------------------------ the warm start of uno-train
@@ -321,6 +334,18 @@ def test_more_generations_on_a_finished_run_equal_a_run_that_had_them_from_the_s
     assert any(not np.array_equal(a, b) for a, b in zip(one, weights(grown / "best_model.zip"), strict=True))
     for a, b in zip(one, weights(grown / "pretrain" / "round_1.zip"), strict=True):  # generation 1 is kept
         assert np.array_equal(a, b)
+
+
+@pytest.mark.slow  # a real uno-train process
+def test_self_in_the_opponent_mix_plays_the_teacher_and_every_generation_kept(tmp_path: Path):
+    run = tmp_path / "run"
+    config = config_file(tmp_path, opponent={"self": 1.0, "rule": 1.0}, rounds=3)
+    done = start([str(config), "--run-dir", str(run)])
+    assert done.wait(timeout=240) == 0, done.stderr.read()
+    pools = [json.loads((run / "pretrain" / f"round_{k}" / "labels.json").read_text())["settings"]["self-play pool"]
+             for k in (1, 2, 3)]
+    generations = [file_digest(run / "pretrain" / f"round_{k}.zip") for k in (1, 2)]
+    assert pools == [["random"], ["random", generations[0]], ["random", *generations]]
 
 
 @pytest.mark.slow  # real uno-train processes

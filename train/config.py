@@ -183,6 +183,12 @@ class PretrainConfig:
     games against ``rule`` and its critic is refitted on their outcomes (:mod:`train.training.outcome_critic`), so
     the next round's guided search scores its leaves with a value learned from results as well as labels.
 
+    ``opponent`` is the mix the labelled games are played against (``rollout-values`` and ``search-values``): each
+    game's opponent is drawn from it by weight, a player (a name or a checkpoint without belief features) or
+    ``self``: one of the run's base players so far, drawn evenly (the teacher and every generation kept since,
+    the current one included: self-play against the generations). The search's own model of the opponent stays
+    ``rule`` (its rollouts and, with ``aware``, its belief), so ``aware`` is refused with anything but ``rule``.
+
     ``centred`` and ``cosine`` change how the run's network (not a round's small one) fits the values: ``centred``
     fits each position's values less their mean over its legal moves (the differences a player acts on),
     ``cosine`` anneals the learning rate to 0 along a half cosine over the epochs
@@ -212,6 +218,7 @@ class PretrainConfig:
     critic_games: int = field(default=0, metadata=_check(_bounded(0, 500_000)))  # ~22 kB of memory each
     centred: bool = False
     cosine: bool = False
+    opponent: dict[str, float] = field(default_factory=lambda: {"rule": 1.0})
 
 
 @dataclass
@@ -425,18 +432,7 @@ def _validate(config: TrainConfig) -> None:
             raise ConfigError(f"{key}.until must increase from phase to phase, got {phase.until!r} "
                               f"after {previous!r}")
         previous = phase.until
-        if not phase.mix:
-            raise ConfigError(f"{key}.mix must name at least one opponent, got {{}}")
-        for name, weight in phase.mix.items():
-            if weight < 0:
-                raise ConfigError(f"{key}.mix.{name} must be >= 0, got {weight!r}")
-            if weight > MAX_WEIGHT:  # weights are relative; huge ones would overflow their sum
-                raise ConfigError(f"{key}.mix.{name} must be at most {MAX_WEIGHT:g}, got {weight!r}")
-            problem = None if name == SELF else validate_spec(name)
-            if problem:
-                raise ConfigError(f"{key}.mix.{name}: unknown opponent {name!r}: {problem}")
-        if sum(phase.mix.values()) <= 0:
-            raise ConfigError(f"{key}.mix weights must sum to more than 0, got {phase.mix!r}")
+        _validate_mix(f"{key}.mix", phase.mix)
     if previous != 1.0:
         raise ConfigError(f"opponents[{len(config.opponents) - 1}].until must be 1.0 (the last phase ends the run), "
                           f"got {previous!r}")
@@ -464,6 +460,22 @@ def _validate(config: TrainConfig) -> None:
         problem = validate_spec(name)
         if problem:
             raise ConfigError(f"eval.opponents[{i}]: unknown opponent {name!r}: {problem}")
+
+
+def _validate_mix(key: str, mix: dict[str, float]) -> None:
+    """An opponent mix: players (or ``self``) with weights from 0 to MAX_WEIGHT, some above 0."""
+    if not mix:
+        raise ConfigError(f"{key} must name at least one opponent, got {{}}")
+    for name, weight in mix.items():
+        if weight < 0:
+            raise ConfigError(f"{key}.{name} must be >= 0, got {weight!r}")
+        if weight > MAX_WEIGHT:  # weights are relative; huge ones would overflow their sum
+            raise ConfigError(f"{key}.{name} must be at most {MAX_WEIGHT:g}, got {weight!r}")
+        problem = None if name == SELF else validate_spec(name)
+        if problem:
+            raise ConfigError(f"{key}.{name}: unknown opponent {name!r}: {problem}")
+    if sum(mix.values()) <= 0:
+        raise ConfigError(f"{key} weights must sum to more than 0, got {mix!r}")
 
 
 def _validate_afterstate(config: TrainConfig) -> None:
@@ -577,12 +589,18 @@ def _validate_rollout_values(config: TrainConfig) -> None:
     pretrain = config.pretrain
     if pretrain.labels == "moves":
         for key, value, default in (("round_net_arch", pretrain.round_net_arch, None),
+                                    ("opponent", pretrain.opponent, {"rule": 1.0}),
                                     ("gate_pairs", pretrain.gate_pairs, 0), ("window", pretrain.window, 1),
                                     ("last_window", pretrain.last_window, None),
                                     ("critic_games", pretrain.critic_games, 0), ("centred", pretrain.centred, False),
                                     ("cosine", pretrain.cosine, False)):
             if value != default:
                 raise ConfigError(f"pretrain.{key} is for labels: rollout-values or search-values, got labels: moves")
+    _validate_mix("pretrain.opponent", pretrain.opponent)
+    if pretrain.search_belief == "aware" and {name for name, weight in pretrain.opponent.items() if weight > 0} != \
+            {"rule"}:
+        raise ConfigError(f"pretrain.search_belief 'aware' is the filter told that the opponent plays rule: "
+                          f"pretrain.opponent must be rule alone with it, got {pretrain.opponent!r}")
     if pretrain.critic_games and config.env.belief not in ("none", "counting"):
         raise ConfigError(f"pretrain.critic_games plays the native vector env's games, which compute belief 'none' or "
                           f"'counting': set env.belief to one of them, got {config.env.belief!r}")

@@ -45,7 +45,7 @@ import numpy as np
 from tqdm import tqdm
 
 from agents.files import atomic_path, file_digest, set_aside, write_text
-from train.config import ConfigError
+from train.config import SELF, ConfigError
 from train.evaluation.matches import abandon, make_executor
 from train.interrupts import as_finished, signals_held
 from train.training import rollout_values
@@ -62,11 +62,12 @@ Labels = tuple[np.ndarray, np.ndarray, np.ndarray]  # observations, move values 
 
 @dataclass(frozen=True)
 class LabelJob:
-    """What one round labels: ``games`` games of ``base`` against ``rule``, in shards of ``shard_games``.
+    """What one round labels: ``games`` games of ``base`` against ``opponent``, in shards of ``shard_games``.
 
     ``base`` is ``"rule"``, ``"random"`` or a checkpoint's path; ``search`` the search's settings
     (:class:`~train.training.rollout_values.SearchLabels`), or ``None`` for playouts on ``deck_orders`` deck
-    orders; ``belief`` the belief features of the recorded observations.
+    orders; ``belief`` the belief features of the recorded observations. ``opponent`` is the mix each game's
+    opponent is drawn from (pairs of a player and its weight; ``self``: one of the base players in ``pool``).
     """
 
     games: int
@@ -77,6 +78,8 @@ class LabelJob:
     belief: BeliefKind
     base: str
     search: rollout_values.SearchLabels | None = None
+    opponent: tuple[tuple[str, float], ...] = (("rule", 1.0),)
+    pool: tuple[str, ...] = ()
 
     @property
     def shards(self) -> int:
@@ -100,6 +103,11 @@ class LabelJob:
             "pretrain.labels": "rollout-values" if self.search is None else "search-values",
             "base player": self.base if self.base in rollout_values.BUILT_IN_BASES else file_digest(self.base),
         }
+        if self.opponent != (("rule", 1.0),):  # absent for rule alone: the labels made before the key existed
+            settings["pretrain.opponent"] = dict(self.opponent)
+            if dict(self.opponent).get(SELF, 0) > 0:
+                settings["self-play pool"] = [player if player in rollout_values.BUILT_IN_BASES else
+                                              file_digest(player) for player in self.pool]
         if self.search is None:
             settings["pretrain.deck_orders"] = self.deck_orders
         else:
@@ -112,7 +120,7 @@ class LabelJob:
 def label_shard(job: LabelJob, shard: int) -> Labels:
     """Label shard ``shard`` of ``job`` (run by a worker: a pool process or a Ray task)."""
     return rollout_values.collect(job.shard_size(shard), job.shard_seed(shard), job.deck_orders, job.belief,
-                                  job.base, job.search)
+                                  job.base, job.search, dict(job.opponent), job.pool)
 
 
 def shard_path(folder: Path, shard: int) -> Path:

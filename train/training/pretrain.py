@@ -45,10 +45,10 @@ import torch
 
 from agents.files import write_text
 from agents.ppo import PPOPolicy, load_network, save_model
-from train.config import SELF, TrainConfig
+from train.config import SELF, ConfigError, TrainConfig
 from train.evaluation.matches import evaluate
 from train.evaluation.statistics import score_interval
-from train.policies import resolve_policy
+from train.policies import resolve_policy, spec_belief
 from train.specs import checkpoint_path
 from train.training import labelling, outcome_critic, rollout_values
 from train.training.labelling import Workers
@@ -194,14 +194,19 @@ def improve(model: Any, config: TrainConfig, seed: int, workdir: Path, workers: 
     ``round_K/gain``: how much better the network's moves are than the base player's by the held-out labels.
     """
     settings = config.pretrain
+    for name, weight in settings.opponent.items():  # their games are played without belief features
+        if name != SELF and weight > 0 and spec_belief(name) != "none":
+            raise ConfigError(f"pretrain.opponent.{name}: the labelled games' opponents play without belief "
+                              f"features, got a player of belief {spec_belief(name)!r}")
     base = _teacher(config)
     metrics: dict[str, float] = {}
     gains: dict[str, float] = {}
     history: list[labelling.Labels] = []
+    generations = [base]  # every base player so far: the "self" of pretrain.opponent
     with workers or Workers(min(config.eval.workers, settings.games)) as pool:
         for round_ in range(1, settings.rounds + 1):
             started = time.perf_counter()
-            job = _label_job(config, seed, round_, base)
+            job = _label_job(config, seed, round_, base, generations)
             labels, made = labelling.run(job, workdir / f"round_{round_}", pool, progress)
             labelled = time.perf_counter() - started
             last = round_ == settings.rounds
@@ -235,6 +240,7 @@ def improve(model: Any, config: TrainConfig, seed: int, workdir: Path, workers: 
                 metrics["held_out_value_of_base_move"]
             if record.get("kept", True):
                 base = str(network)
+                generations.append(base)
     return {**metrics, **gains, "examples": len(moves)}
 
 
@@ -244,22 +250,24 @@ def _teacher(config: TrainConfig) -> str:
     return teacher if teacher in rollout_values.BUILT_IN_BASES else str(checkpoint_path(teacher))
 
 
-def _label_job(config: TrainConfig, seed: int, round_: int, base: str) -> labelling.LabelJob:
-    """What round ``round_`` labels, from the config's settings."""
+def _label_job(config: TrainConfig, seed: int, round_: int, base: str,
+               generations: list[str]) -> labelling.LabelJob:
+    """What round ``round_`` labels, from the config's settings; ``generations``: the base players so far."""
     settings = config.pretrain
     simulations = settings.search_simulations if settings.round_simulations is None else \
         settings.round_simulations[round_ - 1]
     search = rollout_values.SearchLabels(simulations, settings.search_belief, leaf_moves=settings.search_leaf_moves) \
         if settings.labels == "search-values" else None
     return labelling.LabelJob(settings.games, settings.shard_games, seed, round_, settings.deck_orders,
-                              config.env.belief, base, search)
+                              config.env.belief, base, search, tuple(settings.opponent.items()), tuple(generations))
 
 
 def check_resumable(config: TrainConfig, seed: int, workdir: Path) -> None:
     """Refuse (``ConfigError``, naming the setting) to continue a warm start in ``workdir`` whose labels were made
     with other settings than ``config``'s; checked on round 1, whose base player is the teacher."""
     if config.pretrain.labels != "moves":
-        labelling.check_settings(workdir / "round_1", _label_job(config, seed, 1, _teacher(config)).settings())
+        teacher = _teacher(config)
+        labelling.check_settings(workdir / "round_1", _label_job(config, seed, 1, teacher, [teacher]).settings())
 
 
 def _read_round(path: Path) -> dict[str, Any] | None:

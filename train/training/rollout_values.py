@@ -42,6 +42,7 @@ from agents.compiled_actor import actor_params, value_params
 from agents.ppo import PPOPolicy
 from agents.search import SearchPolicy
 from train.evaluation.matches import make_executor
+from train.training.opponent_mix import OpponentMix
 from uno_env.belief import BeliefKind
 from uno_env.cards import NUM_ACTIONS
 from uno_env.core import (
@@ -228,14 +229,17 @@ def root_values(search: SearchPolicy) -> np.ndarray:
 
 
 def collect(games: int, seed: int, deck_orders: int, belief: BeliefKind, base: str | Path = "rule",
-            search: SearchLabels | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Observations, move values and the base player's moves from ``games`` games against ``rule``, seats
-    alternating; the base player is ``"rule"``, ``"random"`` or the path of a checkpoint (belief ``none``).
-    The values are :func:`move_values`, or with ``search`` the search's root values (:class:`SearchLabels`)."""
+            search: SearchLabels | None = None, opponent: dict[str, float] | None = None,
+            pool: Sequence[str] = ()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Observations, move values and the base player's moves from ``games`` games, seats alternating; the base
+    player is ``"rule"``, ``"random"`` or the path of a checkpoint (belief ``none``). Each game's opponent is drawn
+    from the ``opponent`` mix (default: ``rule`` alone; ``self``: one of ``pool``, :class:`OpponentMix`). The values
+    are :func:`move_values`, or with ``search`` the search's root values (:class:`SearchLabels`)."""
     labeller = _Labeller(deck_orders, belief, base, search)
+    rival = OpponentMix(opponent or {"rule": 1.0}, list(pool))
     rng = np.random.default_rng(seed)
     for game in range(games):
-        seats = (labeller, RulePolicy()) if game % 2 == 0 else (RulePolicy(), labeller)
+        seats = (labeller, rival) if game % 2 == 0 else (rival, labeller)
         play_game(seats, int(rng.integers(2**62)), first_player=int(rng.integers(2)), on_deal=labeller.deal)
     observations, values, moves = zip(*labeller.records, strict=True)
     return np.array(observations), np.array(values), np.array(moves)
