@@ -11,9 +11,12 @@ import json
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import numpy as np
@@ -93,6 +96,33 @@ def test_a_stopped_evaluation_plays_only_its_missing_pairs(tmp_path: Path, playe
     (tmp_path / "kept" / "matchup1-pairs000030-000036.npz").unlink()
     monkeypatch.undo()  # the workers play the real chunks
     assert _same(run_matches(MATCHUPS, pairs=60, seed=4, workers=2, checkpoint=tmp_path / "kept"), plain)
+
+
+def test_a_worker_that_died_mid_message_stops_the_evaluation_instead_of_hanging_it():
+    # A worker killed while it writes its result leaves the pool's manager thread waiting for the rest of the message
+    # (CPython 3.11), so the pool never says it broke. Here the pipe holds 1 byte of a 1 MiB message before the games
+    # start, and the workers are killed once they are up.
+    pool = matches.make_executor(2)
+    os.write(pool._result_queue._writer.fileno(), struct.pack("!i", 1 << 20) + b"\0")
+    outcome = {}
+
+    def evaluate() -> None:
+        try:
+            run_matches(MATCHUPS, pairs=200, seed=3, executor=pool)
+        except BaseException as error:  # what stopped it is the subject
+            outcome["error"] = error
+
+    runner = threading.Thread(target=evaluate, daemon=True)
+    runner.start()
+    while not getattr(pool, "_processes", None):
+        time.sleep(0.01)
+    for pid in list(pool._processes):
+        os.kill(pid, signal.SIGKILL)
+    runner.join(timeout=60)  # a bound, not a speed claim
+    hung = runner.is_alive()
+    matches.abandon(pool)  # ends the stuck manager thread either way
+    assert not hung, "the evaluation waited for ever on a pool whose workers died"
+    assert isinstance(outcome.get("error"), BrokenProcessPool), outcome
 
 
 def test_a_folder_of_another_evaluation_is_refused_by_the_field_that_differs(tmp_path: Path):

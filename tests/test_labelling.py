@@ -11,6 +11,7 @@ import multiprocessing
 import os
 import random
 import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -26,6 +27,7 @@ from uno_testlib import as_from_a_terminal
 from agents.files import file_digest
 from agents.ppo import load_network
 from train.config import ConfigError
+from train.evaluation.matches import abandon
 from train.training import labelling
 from train.training.labelling import LabelJob, Workers
 from train.training.rollout_values import SearchLabels
@@ -107,6 +109,40 @@ def test_a_worker_killed_mid_shard_is_replaced_and_its_shard_labelled_once(tmp_p
     assert same_labels(labels, reference) and made == len(labels[2])
     manifest = json.loads((folder / "labels.json").read_text())["shards"]
     assert sorted(map(int, manifest)) == list(range(job.shards))
+
+
+def test_a_worker_killed_while_it_sends_its_labels_is_replaced_not_waited_for(tmp_path: Path):
+    # A worker killed in the middle of writing its result leaves the pool's manager thread waiting for the rest of the
+    # message, so the pool never says it broke (CPython 3.11). The parent writes such half a message itself, holding
+    # the pipe's lock as a worker would, and kills the workers: the round must still end, every shard labelled once.
+    job = LabelJob(**{**JOB.__dict__, "games": 40})
+    folder = tmp_path / "round_1"
+    workers = Workers(2)
+
+    def jam() -> None:
+        while not any(folder.glob("shard_*.npz")):
+            time.sleep(0.01)
+        results = workers._executor._result_queue
+        with results._wlock:
+            os.write(results._writer.fileno(), struct.pack("!i", 1 << 20) + b"\0")  # 1 byte of a 1 MiB message
+            for child in multiprocessing.active_children():
+                os.kill(child.pid, signal.SIGKILL)
+
+    outcome = {}
+    threading.Thread(target=jam, daemon=True).start()
+    runner = threading.Thread(target=lambda: outcome.update(labels=labelling.run(job, folder, workers, False)),
+                              daemon=True)
+    runner.start()
+    runner.join(timeout=120)  # a bound, not a speed claim: the round takes seconds
+    hung = runner.is_alive()
+    if hung:  # let the stuck manager thread end, so that this process can
+        abandon(workers._executor)
+    workers.close(cancel=True)
+    assert not hung, "the round waited for ever on a pool whose worker died mid-message"
+    labels, made = outcome["labels"]
+    reference, _ = labelling.run(job, tmp_path / "reference", Workers(2), progress=False)
+    assert same_labels(labels, reference) and made == len(labels[2])
+    assert sorted(map(int, json.loads((folder / "labels.json").read_text())["shards"])) == list(range(job.shards))
 
 
 @pytest.mark.parametrize(("change", "named"), [

@@ -24,7 +24,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from contextlib import contextmanager
 from typing import Any
@@ -53,14 +53,17 @@ def signals_held() -> Iterator[None]:
             signal.raise_signal(caught[0])
 
 
-def as_finished(futures: Iterable[Future]) -> Iterator[Future]:
+def as_finished(futures: Iterable[Future], stop: Callable[[], bool] | None = None) -> Iterator[Future]:
     """The futures as they finish, like ``as_completed``, but a Ctrl-C never lands inside the waiting (module
-    docstring): it is raised here between two waits of at most :data:`POLL` seconds."""
+    docstring): it is raised here between two waits of at most :data:`POLL` seconds. With ``stop``, the iteration
+    also ends, leaving the futures not yet finished, once ``stop()`` is true (asked between two waits)."""
     pending = set(futures)
     while pending:
         with signals_held():
             finished, pending = wait(pending, timeout=POLL, return_when=FIRST_COMPLETED)
         yield from finished
+        if pending and stop is not None and stop():
+            return
 
 
 def terminate_as_interrupt(signum: int, frame: object) -> None:

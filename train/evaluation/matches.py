@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
@@ -209,6 +210,16 @@ def abandon(pool: Executor) -> None:
         results._writer.close()
 
 
+def worker_lost(pool: Executor) -> bool:
+    """Whether a worker process of a process pool has died (its pool may never tell: see :func:`abandon`).
+
+    A worker killed while it writes its result leaves the pool's manager thread waiting in ``recv`` for the rest of
+    the message: the pool is never marked broken and its futures never finish. Checking the processes themselves
+    finds the loss anyway. Executors without processes of their own (Ray's) never report one."""
+    processes = getattr(pool, "_processes", None) or {}
+    return any(process.exitcode is not None for process in list(processes.values()))
+
+
 def stop_stray_processes() -> None:
     """Terminate the processes this one started that are still alive once its pools are closed.
 
@@ -274,8 +285,10 @@ def run_matches(matchups: Sequence[tuple[Player, Player]], pairs: int, seed: int
             try:
                 futures = {pool.submit(_play_chunk, *matchups[m], seeds[lo:hi], firsts[lo:hi], n_particles,
                                        deterministic, save_games, lo): (m, lo, hi) for m, lo, hi in chunks}
-                for future in as_finished(futures):
+                for future in as_finished(futures, stop=lambda: worker_lost(pool)):
                     finish(*futures[future], future.result())
+                if not all(future.done() for future in futures):  # stopped early: a worker died
+                    raise BrokenProcessPool("a worker process of the evaluation died (killed?); its pool was stopped")
             except BaseException:
                 if own:  # stopped (Ctrl-C, an error): not waiting for the chunks being played, which can take minutes
                     abandon(pool)

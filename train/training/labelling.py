@@ -38,6 +38,7 @@ import zlib
 from concurrent.futures import Executor, Future
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,7 @@ from tqdm import tqdm
 
 from agents.files import atomic_path, file_digest, set_aside, write_text
 from train.config import SELF, ConfigError
-from train.evaluation.matches import abandon, make_executor
+from train.evaluation.matches import abandon, make_executor, worker_lost
 from train.interrupts import as_finished, signals_held
 from train.training import rollout_values
 from uno_env.belief import BeliefKind
@@ -236,8 +237,9 @@ class Workers:
         return executor.cpus if hasattr(executor, "cpus") else self.processes
 
     def renew(self) -> Executor:
-        """A new executor in place of a broken one."""
-        self.close()
+        """A new executor in place of a broken one (whose workers are stopped at once: nothing is worth waiting for,
+        and a pool whose manager thread waits on a dead worker's half-sent result would never shut down)."""
+        self.close(cancel=True)
         return self.get()
 
     def close(self, cancel: bool = False) -> None:
@@ -308,6 +310,14 @@ def run(job: LabelJob, folder: Path, workers: Workers, progress: bool = True) ->
     return tuple(np.concatenate([parts[shard][i] for shard in range(job.shards)]) for i in range(3)), made
 
 
+def _count_attempt(job: LabelJob, shard: int, attempts: dict[int, int]) -> None:
+    """One more start of ``shard`` whose worker died; too many, and the round gives up."""
+    attempts[shard] += 1
+    if attempts[shard] > _RETRIES:
+        raise RuntimeError(f"labelling shard {shard} of round {job.round} killed its worker process "
+                           f"{_RETRIES + 1} times")
+
+
 def _label(job: LabelJob, missing: list[int], folder: Path, fingerprint: str, manifest: _Manifest,
            parts: dict[int, Labels], workers: Workers, progress: bool) -> None:
     """Label the ``missing`` shards on ``workers``, writing each as it comes back."""
@@ -320,17 +330,12 @@ def _label(job: LabelJob, missing: list[int], folder: Path, fingerprint: str, ma
               disable=None if progress else True, file=sys.stderr, leave=False) as bar:
         while missing:
             futures: dict[Future, int] = {executor.submit(label_shard, job, shard): shard for shard in missing}
-            broken = False
-            for future in as_finished(futures):
+            for future in as_finished(futures, stop=partial(worker_lost, executor)):
                 shard = futures[future]
                 try:
                     labels = future.result()
                 except BrokenProcessPool:
-                    attempts[shard] += 1
-                    if attempts[shard] > _RETRIES:
-                        raise RuntimeError(f"labelling shard {shard} of round {job.round} killed its worker "
-                                           f"process {_RETRIES + 1} times") from None
-                    broken = True
+                    _count_attempt(job, shard, attempts)
                     continue
                 with signals_held():  # a shard on disk is a shard in the manifest, whenever Ctrl-C comes
                     _write_shard(folder, shard, labels, fingerprint)
@@ -341,5 +346,8 @@ def _label(job: LabelJob, missing: list[int], folder: Path, fingerprint: str, ma
                 bar.set_postfix_str(f"{positions:,} positions, {rate:,.0f}/s", refresh=False)
                 bar.update(job.shard_size(shard))
             missing = [shard for shard in missing if shard not in parts]
-            if broken:  # a worker process died: its shard (and those queued with it) go to a new pool
+            if missing:  # a worker process died: its shard (and those queued with it) go to a new pool
+                for future, shard in futures.items():
+                    if future.running():  # the pool never said it broke (worker_lost): these were being labelled
+                        _count_attempt(job, shard, attempts)
                 executor = workers.renew()
