@@ -26,9 +26,9 @@ from uno_testlib import as_from_a_terminal
 
 from agents.files import file_digest
 from agents.ppo import load_network
-from train.config import ConfigError
+from train.config import ConfigError, parse_config
 from train.evaluation.matches import abandon
-from train.training import labelling
+from train.training import labelling, pretrain
 from train.training.labelling import LabelJob, Workers
 from train.training.rollout_values import SearchLabels
 
@@ -382,6 +382,15 @@ def test_self_in_the_opponent_mix_plays_the_teacher_and_every_generation_kept(tm
              for k in (1, 2, 3)]
     generations = [file_digest(run / "pretrain" / f"round_{k}.zip") for k in (1, 2)]
     assert pools == [["random"], ["random", generations[0]], ["random", *generations]]
+
+
+def test_an_opponent_that_needs_belief_features_is_refused_by_name_before_any_label(tmp_path: Path):
+    """The labelled games give their opponent no belief features, so a checkpoint fitted with them cannot be one."""
+    data = json.loads(json.dumps(TINY_RUN))
+    data["pretrain"]["opponent"] = {"rule": 1.0, "search-q-particles": 1.0}
+    with pytest.raises(ConfigError, match=r"pretrain\.opponent\.search-q-particles: .* belief 'particles'"):
+        pretrain.improve(None, parse_config(data), seed=0, workdir=tmp_path)
+    assert not any(tmp_path.iterdir())
 
 
 @pytest.mark.slow  # real uno-train processes

@@ -195,9 +195,10 @@ def improve(model: Any, config: TrainConfig, seed: int, workdir: Path, workers: 
     """
     settings = config.pretrain
     for name, weight in settings.opponent.items():  # their games are played without belief features
-        if name != SELF and weight > 0 and spec_belief(name) != "none":
+        belief = spec_belief(name) if name != SELF and weight > 0 else "none"
+        if belief != "none":
             raise ConfigError(f"pretrain.opponent.{name}: the labelled games' opponents play without belief "
-                              f"features, got a player of belief {spec_belief(name)!r}")
+                              f"features, got a player of belief {belief!r}")
     base = _teacher(config)
     metrics: dict[str, float] = {}
     gains: dict[str, float] = {}
