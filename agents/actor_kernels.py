@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from scipy.linalg import cython_blas  # noqa: F401 (loads the BLAS numba's np.dot calls, so its threads can be set)
+from threadpoolctl import threadpool_limits
 
 from uno_env.cards import ACTIONS_PER_COLOUR, NUM_ACTIONS, NUM_CARD_TYPES, NUM_COLOURED_RANKS, WILD
 from uno_env.core import (
@@ -29,13 +31,14 @@ from uno_env.core import (
     BUDGET,
     CHOICES,
     CTL_SIZE,
+    CURRENT,
     OUTCOME,
     apply_action,
     control,
     legal_actions_into,
     play_turn,
 )
-from uno_env.observation import BASE_SIZE, encode_state_into
+from uno_env.observation import BASE_SIZE, PRIVILEGED_SIZE, encode_state_into, privileged_state_into
 
 # Offsets of the afterstate features (agents.afterstate's table): card 54, colour 4, draw, hand left 54, its colours
 # 4, its wilds 2, follow, size.
@@ -55,6 +58,33 @@ BATCH = 64
 #: Below this many rows the first layer adds the weight rows of each position's non-zero inputs; from it on, one
 #: dense matrix product over the rows is faster (the observation is about 80 set entries of 294).
 _SPARSE_BELOW = 8
+#: The input width of a *world critic*'s params (:mod:`agents.world_critic`): the encoding, then the hidden channels
+#: of the position it scores (:func:`uno_env.observation.privileged_state_into`), which inside the search is a world
+#: drawn from the belief. :func:`values_into` writes them when the params' input buffer is this wide.
+WORLD_INPUTS = BASE_SIZE + PRIVILEGED_SIZE
+
+
+def mlp_params(weights: list[np.ndarray], biases: list[np.ndarray], activation: int, inputs: int,
+               afterstate: bool = False) -> tuple:
+    """The kernels' ``params`` of an MLP: its layers' ``weights`` (outputs x inputs) and ``biases``, the hidden
+    ``activation`` (:data:`TANH` or :data:`RELU`), the width of its ``inputs`` and whether it is an afterstate scorer.
+
+    The tuple holds the weights (the first hidden layer's transposed), biases, activation, buffers (a row per position
+    of a batched pass), the scratch indices of the input's non-zeros and ``afterstate``: what every kernel here reads.
+    """
+    weights = [np.ascontiguousarray(w, dtype=np.float32) for w in weights]
+    if len(weights) > 1:  # the first hidden layer transposed (inputs x outputs): the kernels add its rows for the
+        # input's non-zero entries only (_sparse_input), whose indices go to the last item, a scratch
+        weights[0] = np.ascontiguousarray(weights[0].T)
+    # The batched forward pass multiplies with numba's np.dot, that is scipy's OpenBLAS, which would start a thread
+    # per core for a product of 64 rows: measured, a sixth less wall time for twice the CPU, and the project's
+    # workers already take one core each. So BLAS runs on the calling thread, as torch does (set_num_threads(1)).
+    threadpool_limits(limits=1, user_api="blas")
+    sizes = (inputs, *(len(b) for b in biases))
+    buffers = tuple(np.zeros((BATCH, size), dtype=np.float32) for size in sizes)
+    return (tuple(weights), tuple(np.ascontiguousarray(b, dtype=np.float32) for b in biases), activation, buffers,
+            np.zeros(inputs, dtype=np.int64), afterstate)
+
 
 
 @njit(inline="always", fastmath=True)
@@ -307,9 +337,12 @@ def values_into(games: np.ndarray, rows: np.ndarray, m: int, params: tuple, lega
     """:func:`value_of` for the games ``games[rows[r]]``, ``r < m`` (at most :data:`BATCH`), in one forward pass,
     into ``out[r]``; ``legal`` is scratch (a row of :data:`~uno_env.cards.NUM_ACTIONS` per game)."""
     weights, biases, _, buffers, _, _ = params
+    world = buffers[0].shape[1] == WORLD_INPUTS
     for r in range(m):
         g = rows[r]
         encode_state_into(games[g], legal[g], legal_actions_into(games[g], legal[g]), buffers[0][r])
+        if world:  # the hidden channels of the game it scores, from the seat to move
+            privileged_state_into(games[g], games[g, CURRENT], buffers[0][r][BASE_SIZE:])
     hidden = _hidden(m, params)
     for r in range(m):
         out[r] = min(max(_unit(weights[-1], biases[-1], 0, hidden[r]), -1.0), 1.0)

@@ -17,13 +17,10 @@ Only networks trained with ``belief="none"`` compile: the belief trackers are no
 
 from __future__ import annotations
 
-import numpy as np
 import torch
-from scipy.linalg import cython_blas  # noqa: F401 (loads the BLAS numba's np.dot calls, so its threads can be set)
 from stable_baselines3.common.torch_layers import FlattenExtractor
-from threadpoolctl import threadpool_limits
 
-from agents.actor_kernels import BATCH, RELU, TANH, actor_choice
+from agents.actor_kernels import RELU, TANH, actor_choice, mlp_params
 from agents.afterstate import MOVE_FEATURES, AfterstateHead
 from agents.ppo import PPOPolicy
 from uno_env.observation import BASE_SIZE
@@ -77,21 +74,10 @@ def _mlp_params(policy: PPOPolicy, role: str, extractor: torch.nn.Module, hidden
         raise ValueError(f"{policy.name}: the {role}'s activations {sorted(a.__name__ for a in activations)} do "
                          f"not compile; expected one of {sorted(a.__name__ for a in _ACTIVATION_CODES)}")
     layers = [*linear, head]
-    weights = [np.ascontiguousarray(layer.weight.detach().numpy(), dtype=np.float32) for layer in layers]
-    if linear:  # the first hidden layer transposed (inputs x outputs): the kernels add its rows for the observation's
-        # non-zero entries only (agents.actor_kernels._sparse_input), whose indices go to the last item, a scratch
-        weights[0] = np.ascontiguousarray(weights[0].T)
-    biases = tuple(np.ascontiguousarray(layer.bias.detach().numpy(), dtype=np.float32) for layer in layers)
     activation = _ACTIVATION_CODES[activations.pop()] if activations else TANH
-    # The batched forward pass multiplies with numba's np.dot, that is scipy's OpenBLAS, which would start a thread
-    # per core for a product of 64 rows: measured, a sixth less wall time for twice the CPU, and the project's
-    # workers already take one core each. So BLAS runs on the calling thread, as torch does (set_num_threads(1)).
-    threadpool_limits(limits=1, user_api="blas")
-    # a row per position of a batched forward pass (agents.actor_kernels.BATCH)
-    inputs = BASE_SIZE + (MOVE_FEATURES if afterstate else 0)
-    buffers = tuple(np.zeros((BATCH, size), dtype=np.float32)
-                    for size in (inputs, *(layer.out_features for layer in layers)))
-    return tuple(weights), biases, activation, buffers, np.zeros(inputs, dtype=np.int64), afterstate
+    return mlp_params([layer.weight.detach().numpy() for layer in layers],
+                      [layer.bias.detach().numpy() for layer in layers], activation,
+                      BASE_SIZE + (MOVE_FEATURES if afterstate else 0), afterstate)
 
 
 def compiled_opponent(policy: PPOPolicy) -> CompiledOpponent:

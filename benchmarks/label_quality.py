@@ -8,7 +8,8 @@ alternating, as a labelling worker does (:func:`train.training.rollout_values.co
 with a choice, the reference search and every candidate search (each with its own belief, following every view)
 value the legal moves (:class:`~train.training.rollout_values.SearchLabels`: ``sims=N`` simulations, ``leaf=K``: the
 base network's critic scores each simulation after K of the seat's decisions; ``critic=PATH``: another checkpoint's
-critic does, the base network still rolling out). One game is played first and not
+critic does, the base network still rolling out; ``world=PATH``: a world critic does, :mod:`agents.world_critic`). One
+game is played first and not
 counted: numba compiles each search's kernels on its first call. Per candidate it prints:
 
 * **positions per second**: on one core, the candidate's own time per labelled position (its belief updates on
@@ -34,6 +35,7 @@ import time
 import numpy as np
 import torch
 
+from agents import world_critic
 from agents.compiled_actor import value_params
 from agents.ppo import PPOPolicy
 from train.training.rollout_values import SEARCH_BELIEFS, BasePlayer, SearchLabels, root_values
@@ -46,20 +48,22 @@ from uno_env.view import PublicView
 
 
 def parse_setting(text: str, belief: str, base: BasePlayer) -> tuple[SearchLabels, BasePlayer]:
-    """``sims=N[,leaf=K][,critic=PATH]`` as search labels and the player whose network they run: ``base``, or with
-    ``critic=PATH`` the same actor with the critic of the checkpoint at PATH scoring the leaves."""
+    """``sims=N[,leaf=K][,critic=PATH|world=PATH]`` as search labels and the player whose network they run: ``base``,
+    or with ``critic=PATH`` the same actor with the critic of the checkpoint at PATH scoring the leaves (``world=PATH``:
+    the world critic at PATH)."""
     fields = dict(part.split("=", 1) for part in text.split(","))
-    unknown = set(fields) - {"sims", "leaf", "critic"}
-    if unknown or "sims" not in fields:
-        raise SystemExit(f"label_quality: a setting is sims=N[,leaf=K][,critic=PATH], got {text!r}")
+    unknown = set(fields) - {"sims", "leaf", "critic", "world"}
+    if unknown or "sims" not in fields or {"critic", "world"} <= set(fields):
+        raise SystemExit(f"label_quality: a setting is sims=N[,leaf=K][,critic=PATH|world=PATH], got {text!r}")
     leaf = fields.get("leaf")
     labels = SearchLabels(int(fields["sims"]), belief, leaf_moves=None if leaf is None else int(leaf))
-    if "critic" not in fields:
+    if "critic" not in fields and "world" not in fields:
         return labels, base
     if base.params is None:
-        raise SystemExit(f"label_quality: critic= needs a network as the base, got {base.name!r}")
+        raise SystemExit(f"label_quality: critic= and world= need a network as the base, got {base.name!r}")
     player = copy.copy(base)
-    player.value = value_params(PPOPolicy.load(fields["critic"]))
+    player.value = (value_params(PPOPolicy.load(fields["critic"])) if "critic" in fields
+                    else world_critic.load(fields["world"]).params())
     return labels, player
 
 

@@ -21,7 +21,8 @@ each player under several guides of that network (issue 26; :class:`agents.searc
 search as ``--rollout`` sets it; every other guide rolls out the searching seat with the network's actor (the
 opponent seat with ``--opponent-rollout``, default ``rule``) and adds comma-separated options: ``prior=C``
 (PUCT with the actor's policy as the prior), ``leaf=K`` (the critic scores each simulation after K of the
-searching seat's decisions), ``z=Z`` (the default-move guard's ``keep_default_z``; ``z=none``: always the search's
+searching seat's decisions), ``world=PATH`` (with ``leaf=K``: the world critic at PATH scores them instead,
+:mod:`agents.world_critic`), ``z=Z`` (the default-move guard's ``keep_default_z``; ``z=none``: always the search's
 choice); ``net`` adds nothing. Players are then named ``belief/guide``.
 
 ``ms/move`` is the mean wall time of the search player's decisions that had a choice (two or more legal
@@ -50,6 +51,7 @@ import numpy as np
 import torch
 import unseen_opponents  # noqa: F401 (registers the unseen-style opponents' names)
 
+from agents import world_critic
 from agents.compiled_actor import actor_params, value_params
 from agents.ppo import PPOPolicy
 from agents.search import SearchPolicy, play_oracle_game
@@ -88,8 +90,8 @@ class UniformSearchPolicy(SearchPolicy):
 
 
 def guide_args(guide: str, network: PPOPolicy | None, opponent_rollout: str | None) -> dict[str, Any]:
-    """The search arguments of a ``--guides`` entry: ``none``, ``net``, or comma-separated ``prior=C``, ``leaf=K``
-    and ``z=Z``."""
+    """The search arguments of a ``--guides`` entry: ``none``, ``net``, or comma-separated ``prior=C``, ``leaf=K``,
+    ``world=PATH`` and ``z=Z``."""
     if guide == "none":
         return {}
     if network is None:
@@ -100,11 +102,16 @@ def guide_args(guide: str, network: PPOPolicy | None, opponent_rollout: str | No
         if name == "prior":
             args["prior"] = float(value)
         elif name == "leaf":
-            args.update(value=value_params(network), leaf_moves=int(value))
+            args.setdefault("value", value_params(network))
+            args["leaf_moves"] = int(value)
+        elif name == "world":
+            args["value"] = world_critic.load(value).params()
         elif name == "z":
             args["keep_default_z"] = None if value == "none" else float(value)
         elif option != "net":
-            raise ValueError(f"unknown guide option {option!r}: expected net, prior=C, leaf=K or z=Z")
+            raise ValueError(f"unknown guide option {option!r}: expected net, prior=C, leaf=K, world=PATH or z=Z")
+    if "value" in args and "leaf_moves" not in args:
+        raise ValueError(f"guide {guide!r}: world=PATH scores the leaves of leaf=K, which it lacks")
     return args
 
 

@@ -85,10 +85,23 @@ def encode_privileged(game: Game, seat: int) -> np.ndarray:
     For training code only (see the module docstring); never part of a player's observation.
     """
     obs = np.zeros(PRIVILEGED_SIZE, dtype=np.float32)
-    obs[:NUM_CARD_TYPES] = game.hands[1 - seat]
-    upcoming = game.deck[-1:-PRIVILEGED_DECK_CARDS - 1:-1]  # deck[-1] is drawn first
-    obs[NUM_CARD_TYPES + NUM_CARD_TYPES * np.arange(len(upcoming)) + np.array(upcoming, dtype=np.intp)] = 1.0
+    state = core.pack_state(game.hands, game.deck, game.discard, game.active_colour, game.current, game.pending_draw)
+    privileged_state_into(state, seat, obs)
     return obs
+
+
+@njit(cache=True)
+def privileged_state_into(state: np.ndarray, seat: int, out: np.ndarray) -> None:
+    """:func:`encode_privileged` of a kernel state, written into ``out`` (float32, :data:`PRIVILEGED_SIZE`): the one
+    definition of the hidden channels. Inside the search it reads a *determinization* (a world drawn from a belief),
+    which is why a world critic (:mod:`agents.world_critic`) may use it at play time."""
+    out[:] = 0.0
+    hand = core.HANDS + NUM_CARD_TYPES * (1 - seat)
+    for t in range(NUM_CARD_TYPES):
+        out[t] = state[hand + t]
+    top = core.DECK + state[core.DECK_LEN] - 1  # the deck's last card is drawn first
+    for i in range(min(PRIVILEGED_DECK_CARDS, state[core.DECK_LEN])):
+        out[NUM_CARD_TYPES * (1 + i) + state[top - i]] = 1.0
 
 
 class Scalars(NamedTuple):
