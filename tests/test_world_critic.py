@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from uno_testlib import capped, scenario
+from decisions_testlib import decisions
+from uno_testlib import scenario
 
 from agents.actor_kernels import BATCH, WORLD_INPUTS, value_of, values_into
 from agents.compiled_actor import actor_params
@@ -19,8 +20,7 @@ from train.training import world_critic as fitting
 from uno_env import core
 from uno_env.cards import NUM_ACTIONS
 from uno_env.game import Game
-from uno_env.observation import BASE_SIZE, SeatObserver, encode_privileged
-from uno_env.opponents import RandomPolicy
+from uno_env.observation import BASE_SIZE, encode_privileged
 
 SHIPPED = "models/search-q-none/model.zip"
 
@@ -38,20 +38,8 @@ def _critic(seed: int = 0, layers: tuple[int, ...] = (16,)) -> tuple[WorldCritic
 def _positions(games: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """(packed state, the public encoding and the hidden channels of the seat to move) at every decision of random
     games: the world critic's input as the Python definitions give it."""
-    observer, player, out = SeatObserver(), RandomPolicy(), []
-    player.reset(0)
-    for seed in range(games):
-        game = Game.deal(np.random.default_rng(seed), seed % 2)
-        for _ in capped():
-            if game.done:
-                break
-            view = observer.observe(game, game.current)
-            state = core.pack_state(game.hands, game.deck, game.discard, game.active_colour, game.current,
-                                    game.pending_draw)
-            out.append((state, np.concatenate((np.asarray(view.observation, dtype=np.float32),
-                                               encode_privileged(game, game.current)))))
-            game.step(player.act(view))
-    return out
+    return [(state, np.concatenate((np.asarray(view.observation, dtype=np.float32),
+                                    encode_privileged(game, game.current)))) for game, state, view in decisions(games)]
 
 
 def test_the_compiled_world_critic_is_the_torch_mlp_on_the_encoding_and_the_hidden_channels():
