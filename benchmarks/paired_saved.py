@@ -3,7 +3,8 @@
     python benchmarks/paired_saved.py --reference runs/base-12385.npz runs/base-12386.npz \
         --player runs/world-12385.npz runs/world-12386.npz
 
-Each file is a ``search_strength.py --save`` file holding one cell; the files of one side are taken in order and
+Each file is a ``search_strength.py --save`` file holding one cell, or ``FILE#CELL`` names one cell of a file that
+holds several (the names ``np.load(FILE).files`` lists); the files of one side are taken in order and
 their pairs joined, so the i-th file of ``--player`` must have been played on the deals of the i-th of
 ``--reference`` (the same ``--seed`` and ``--pairs``; checked by shape only). Separate runs are how two players with
 different simulation budgets meet the same deals, since one run gives every player the same budget. Prints each
@@ -20,14 +21,17 @@ from train.evaluation.statistics import difference_interval, paired_interval
 
 
 def scores(paths: list[str]) -> np.ndarray:
-    """The ``(pairs, 2)`` scores of one cell per file, joined in order."""
+    """The ``(pairs, 2)`` scores of one cell per file (``FILE`` or ``FILE#CELL``), joined in order."""
     joined = []
     for path in paths:
-        with np.load(path) as saved:
-            if len(saved.files) != 1:
-                raise SystemExit(f"paired_saved: {path} holds {len(saved.files)} cells ({', '.join(saved.files)}); "
-                                 "save one cell a file")
-            joined.append(saved[saved.files[0]])
+        name, _, cell = path.partition("#")
+        with np.load(name) as saved:
+            if cell and cell not in saved.files:
+                raise SystemExit(f"paired_saved: {name} has no cell {cell!r}; it holds {', '.join(saved.files)}")
+            if not cell and len(saved.files) != 1:
+                raise SystemExit(f"paired_saved: {name} holds {len(saved.files)} cells ({', '.join(saved.files)}); "
+                                 "name one as FILE#CELL")
+            joined.append(saved[cell or saved.files[0]])
     return np.concatenate(joined)
 
 
