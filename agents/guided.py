@@ -27,7 +27,7 @@ from agents import world_critic
 from agents.compiled_actor import actor_params, value_params
 from agents.ppo import PPOPolicy
 from agents.search import SearchPolicy
-from agents.shipped import MODEL_FILE, MODELS_DIR, shipped_names
+from agents.shipped import MODEL_FILE, checkpoint_path
 
 #: The network of the named player: the shipped agent trained without belief features (the compiled actor reads the
 #: public observation only), whose guided search is the one measured.
@@ -54,10 +54,7 @@ def guided_search(network: str | Path = DEFAULT_NETWORK, simulations: int | None
             if ``critic`` is not a world critic (:func:`agents.world_critic.load`); and for the budgets
             :class:`~agents.search.SearchPolicy` refuses.
     """
-    path = MODELS_DIR / str(network) / MODEL_FILE if str(network) in shipped_names() else Path(network)
-    if not path.is_file():
-        raise ValueError(f"guided search: network {str(network)!r} is neither a shipped agent "
-                         f"({', '.join(shipped_names())}) nor a checkpoint file")
+    path = checkpoint_path(network, "guided search")
     policy = PPOPolicy.load(path, name=path.parent.name if path.name == MODEL_FILE else path.stem)
     return SearchPolicy(simulations=simulations, time_ms=time_ms, belief="particles", n_particles=n_particles,
                         opponent_model="learned", rollout=actor_params(policy), opponent_rollout="rule",

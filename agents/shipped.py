@@ -41,6 +41,19 @@ def shipped_names() -> list[str]:
     return sorted(folder.name for folder in MODELS_DIR.iterdir() if (folder / MODEL_FILE).is_file())
 
 
+def checkpoint_path(network: str | Path, who: str) -> Path:
+    """The checkpoint of ``network``: a shipped agent's ``model.zip`` by name, else ``network`` as a path.
+
+    Raises:
+        ValueError: ``"{who}: network ... is neither a shipped agent (...) nor a checkpoint file"``.
+    """
+    path = MODELS_DIR / str(network) / MODEL_FILE if str(network) in shipped_names() else Path(network)
+    if not path.is_file():
+        raise ValueError(f"{who}: network {str(network)!r} is neither a shipped agent ({', '.join(shipped_names())}) "
+                         "nor a checkpoint file")
+    return path
+
+
 def shipped_policies() -> dict[str, Callable[[], Any]]:
     """Name -> factory of each shipped agent (a deterministic :class:`~agents.ppo.PPOPolicy`)."""
     return {name: partial(load_shipped, name) for name in shipped_names()}

@@ -97,21 +97,23 @@ def guide_args(guide: str, network: PPOPolicy | None, opponent_rollout: str | No
     if network is None:
         raise ValueError(f"guide {guide!r} needs --network")
     args: dict[str, Any] = {"rollout": actor_params(network), "opponent_rollout": opponent_rollout or "rule"}
+    world = None
     for option in guide.split(","):
         name, _, value = option.partition("=")
         if name == "prior":
             args["prior"] = float(value)
         elif name == "leaf":
-            args.setdefault("value", value_params(network))
             args["leaf_moves"] = int(value)
         elif name == "world":
-            args["value"] = world_critic.load(value).params()
+            world = value
         elif name == "z":
             args["keep_default_z"] = None if value == "none" else float(value)
         elif option != "net":
             raise ValueError(f"unknown guide option {option!r}: expected net, prior=C, leaf=K, world=PATH or z=Z")
-    if "value" in args and "leaf_moves" not in args:
+    if world is not None and "leaf_moves" not in args:
         raise ValueError(f"guide {guide!r}: world=PATH scores the leaves of leaf=K, which it lacks")
+    if "leaf_moves" in args:
+        args["value"] = value_params(network) if world is None else world_critic.load(world).params()
     return args
 
 
