@@ -23,6 +23,7 @@ text with the format's name, the activation and how it was fitted (:mod:`train.t
 from __future__ import annotations
 
 import json
+import os
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,11 +76,14 @@ class WorldCritic:
         return mlp_params(list(self.weights), list(self.biases), ACTIVATIONS[self.activation], WORLD_INPUTS)
 
     def save(self, path: str | Path) -> None:
-        """Write the critic to ``path`` (``.npz``; the folder must exist)."""
+        """Write the critic to ``path`` (``.npz``; the folder must exist): whole or not at all, since it is written
+        beside and renamed, so a run killed while saving leaves no half file."""
         layers = {f"w{i}": w for i, w in enumerate(self.weights)} | {f"b{i}": b for i, b in enumerate(self.biases)}
         meta = {**self.meta, "format": FORMAT, "activation": self.activation, "inputs": WORLD_INPUTS}
-        with open(path, "wb") as file:  # a file object: np.savez would add ".npz" to a name without it
+        part = Path(f"{path}.part")
+        with open(part, "wb") as file:  # a file object: np.savez would add ".npz" to a name without it
             np.savez(file, meta=np.array(json.dumps(meta)), **layers)
+        os.replace(part, path)
 
 
 def load(path: str | Path) -> WorldCritic:

@@ -219,3 +219,9 @@ def test_a_fit_learns_what_the_outcomes_say():
     _, errors = fitting.fit(states, targets, held, [32], "tanh", 4, 3e-3, seed=0, log=lambda _: None)
     assert errors[-1] < constant - 0.02
 
+
+
+def test_the_command_refuses_a_network_whose_actor_does_not_compile(tmp_path):
+    with pytest.raises(SystemExit, match="search-q-particles: only networks trained with belief='none'"):
+        fitting.main(["search-q-particles", "--out", str(tmp_path / "c.npz")])
+    assert not (tmp_path / "c.npz").exists()

@@ -29,7 +29,7 @@ from numba import njit
 from agents.actor_kernels import BATCH, WORLD_INPUTS, play_rows
 from agents.compiled_actor import actor_params
 from agents.ppo import PPOPolicy
-from agents.shipped import MODEL_FILE, MODELS_DIR, shipped_names
+from agents.shipped import checkpoint_path
 from agents.world_critic import WorldCritic
 from uno_env.cards import NUM_ACTIONS
 from uno_env.core import (
@@ -166,15 +166,6 @@ def fit(states: np.ndarray, targets: np.ndarray, held: np.ndarray, layers: list[
     return network, errors
 
 
-def network_path(network: str) -> Path:
-    """A shipped agent's checkpoint by name, or ``network`` as a path."""
-    path = MODELS_DIR / network / MODEL_FILE if network in shipped_names() else Path(network)
-    if not path.is_file():
-        raise SystemExit(f"world critic: network {network!r} is neither a shipped agent ({', '.join(shipped_names())}) "
-                         "nor a checkpoint file")
-    return path
-
-
 def main(argv: list[str] | None = None) -> None:
     """Record the games, fit, write the critic (see the module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -193,9 +184,13 @@ def main(argv: list[str] | None = None) -> None:
     if not args.out.parent.is_dir():
         parser.error(f"--out: folder {str(args.out.parent)!r} does not exist")
     torch.set_num_threads(1)
-    path = network_path(args.network)
+    try:  # an unknown name, or a network whose actor does not compile (belief features): refused by name
+        path = checkpoint_path(args.network, "world critic")
+        params = actor_params(PPOPolicy.load(path, name=str(args.network)))
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
     started = time.perf_counter()
-    states, game_of, results = record(actor_params(PPOPolicy.load(path)), args.games, args.seed)
+    states, game_of, results = record(params, args.games, args.seed)
     print(f"{args.games} games, {len(states)} positions in {time.perf_counter() - started:.0f} s; "
           f"the network's mean result {results.mean():+.3f}")
     held = game_of % HELD_OUT == 0
