@@ -225,3 +225,14 @@ def test_the_command_refuses_a_network_whose_actor_does_not_compile(tmp_path):
     with pytest.raises(SystemExit, match="search-q-particles: only networks trained with belief='none'"):
         fitting.main(["search-q-particles", "--out", str(tmp_path / "c.npz")])
     assert not (tmp_path / "c.npz").exists()
+
+
+def test_an_interrupted_fit_writes_nothing_and_ends_with_130(tmp_path, monkeypatch, capsys):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fitting, "fit", interrupted)
+    with pytest.raises(SystemExit) as stop:
+        fitting.main([SHIPPED, "--games", "40", "--out", str(tmp_path / "c.npz")])
+    assert stop.value.code == 130 and "interrupted; nothing written" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

@@ -19,6 +19,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import signal
+import sys
 import time
 from pathlib import Path
 
@@ -31,6 +33,7 @@ from agents.compiled_actor import actor_params
 from agents.ppo import PPOPolicy
 from agents.shipped import checkpoint_path
 from agents.world_critic import WorldCritic
+from train.interrupts import terminate_as_interrupt
 from uno_env.cards import NUM_ACTIONS
 from uno_env.core import (
     CHOICES,
@@ -189,24 +192,34 @@ def main(argv: list[str] | None = None) -> None:
         params = actor_params(PPOPolicy.load(path, name=str(args.network)))
     except ValueError as error:
         raise SystemExit(str(error)) from None
-    started = time.perf_counter()
-    states, game_of, results = record(params, args.games, args.seed)
-    print(f"{args.games} games, {len(states)} positions in {time.perf_counter() - started:.0f} s; "
-          f"the network's mean result {results.mean():+.3f}")
-    held = game_of % HELD_OUT == 0
-    targets = results[game_of]
-    baseline = float(((targets[held] - targets[~held].mean()) ** 2).mean())
-    print(f"held-out squared error of the mean result: {baseline:.4f}")
-    network, errors = fit(states, targets, held, args.layers, args.activation, args.epochs, args.learning_rate,
-                          args.seed)
-    linear = [m for m in network if isinstance(m, torch.nn.Linear)]
-    meta = {"network": str(path), "network_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-            "games": args.games, "positions": len(states), "seed": args.seed, "epochs": args.epochs,
-            "layers": args.layers, "learning_rate": args.learning_rate, "held_out_error": errors,
-            "held_out_error_of_the_mean": baseline, "seconds": round(time.perf_counter() - started, 1)}
-    WorldCritic(tuple(m.weight.detach().numpy() for m in linear), tuple(m.bias.detach().numpy() for m in linear),
-                args.activation, meta).save(args.out)
-    print(json.dumps({k: meta[k] for k in ("positions", "held_out_error", "seconds")}))
+    # Ctrl-C or SIGTERM: nothing is written (the file appears whole at the end or not at all). The command is not
+    # resumable: it takes 2 to 5 minutes, and the same arguments make the same critic again.
+    previous = signal.signal(signal.SIGTERM, terminate_as_interrupt)
+    try:
+        started = time.perf_counter()
+        states, game_of, results = record(params, args.games, args.seed)
+        print(f"{args.games} games, {len(states)} positions in {time.perf_counter() - started:.0f} s; "
+              f"the network's mean result {results.mean():+.3f}")
+        held = game_of % HELD_OUT == 0
+        targets = results[game_of]
+        baseline = float(((targets[held] - targets[~held].mean()) ** 2).mean())
+        print(f"held-out squared error of the mean result: {baseline:.4f}")
+        network, errors = fit(states, targets, held, args.layers, args.activation, args.epochs, args.learning_rate,
+                              args.seed)
+        linear = [m for m in network if isinstance(m, torch.nn.Linear)]
+        meta = {"network": str(path), "network_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                "games": args.games, "positions": len(states), "seed": args.seed, "epochs": args.epochs,
+                "layers": args.layers, "learning_rate": args.learning_rate, "held_out_error": errors,
+                "held_out_error_of_the_mean": baseline, "seconds": round(time.perf_counter() - started, 1)}
+        WorldCritic(tuple(m.weight.detach().numpy() for m in linear), tuple(m.bias.detach().numpy() for m in linear),
+                    args.activation, meta).save(args.out)
+        print(json.dumps({k: meta[k] for k in ("positions", "held_out_error", "seconds")}))
+    except KeyboardInterrupt:
+        print(f"world critic: interrupted; nothing written to {args.out} (the same command makes the same critic)",
+              file=sys.stderr)
+        raise SystemExit(130) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":
