@@ -12,9 +12,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from sb3_contrib import MaskablePPO
 from uno_testlib import as_from_a_terminal
 
+from agents.afterstate import AfterstatePolicy
+from agents.ppo import PPOPolicy, save_model
 from train.integrations import cleanrl_ppo
+from uno_env.env import UnoEnv
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--num-envs", "16", "--num-steps", "16", "--num-minibatches", "2", "--update-epochs", "2",
@@ -73,6 +77,18 @@ def test_init_starts_from_the_checkpoint_and_writes_one_that_evaluates(tmp_path)
     with zipfile.ZipFile(tmp_path / "next" / "latest.zip") as archive:
         settings = json.loads(archive.read("uno_env.json"))
     assert settings["belief"] == "none" and settings["policy"]["net_arch"]["pi"] == [24]  # the init's, not --net-arch
+
+
+def test_init_from_an_afterstate_checkpoint_trains_its_scorer(tmp_path):
+    start = MaskablePPO(AfterstatePolicy, UnoEnv(belief="none"), seed=0, device="cpu",
+                        policy_kwargs={"head_arch": [16, 8], "net_arch": [12]})
+    path = save_model(start, tmp_path / "afterstate.zip", {"belief": "none", "config": "test", "steps": 0})
+    run(tmp_path, "next", "--init", str(path), "--total-steps", "512", "--learning-rate", "0.01")
+    trained = PPOPolicy.load(tmp_path / "next" / "latest.zip").network
+    assert isinstance(trained, AfterstatePolicy) and trained.head_arch == [16, 8]
+    before, after = start.policy.state_dict(), trained.state_dict()
+    assert before.keys() == after.keys()
+    assert not torch.equal(before["action_net.scorer.0.weight"], after["action_net.scorer.0.weight"])
 
 
 def test_resume_continues_from_the_last_checkpoint(tmp_path):

@@ -9,7 +9,8 @@ observations for all N games in one numba kernel, so the time goes to the networ
 Two additions over the textbook loop, both off by default:
 
 * ``--init CHECKPOINT`` starts from a trained network (a ``belief: none`` checkpoint, e.g. a distilled
-  expert-iteration network) instead of a fresh one: actor, critic and architecture come from the file.
+  expert-iteration network) instead of a fresh one: actor, critic and architecture come from the file, whether
+  its actor has per-action rows or is an afterstate scorer (:mod:`agents.afterstate`).
 * ``--kl-coef C`` adds ``C * KL(pi || pi_0)`` to the loss, pi_0 being the starting actor, so PPO improves on a
   distilled policy without first forgetting it (the "PPO phase" of docs/RESULTS.md).
 
@@ -52,6 +53,7 @@ from torch import nn
 from torch.utils.tensorboard import SummaryWriter
 
 import uno_env  # noqa: F401  (registers Uno-v0)
+from agents.afterstate import AfterstatePolicy
 from agents.files import atomic_path
 from agents.ppo import load_network, read_settings, save_model
 from train.evaluation.matches import evaluate
@@ -168,9 +170,14 @@ def opponent_mix(text: str) -> dict[str, float]:
 def make_model(args: Args) -> MaskablePPO:
     """A MaskablePPO container for the network: fresh, or the ``--init`` checkpoint's weights and architecture."""
     start = load_network(args.init) if args.init is not None else None
-    kwargs = {"net_arch": list(args.net_arch), "activation_fn": ACTIVATIONS[args.activation]} if start is None \
-        else {"net_arch": start.net_arch, "activation_fn": start.activation_fn}
-    model = MaskablePPO("MlpPolicy", UnoEnv(belief="none"), seed=args.seed, device="cpu", policy_kwargs=kwargs)
+    if start is None:
+        policy_class, kwargs = "MlpPolicy", {"net_arch": list(args.net_arch),
+                                             "activation_fn": ACTIVATIONS[args.activation]}
+    else:  # the checkpoint's own class: per-action rows, or an afterstate scorer (its head_arch too)
+        policy_class, kwargs = type(start), {"net_arch": start.net_arch, "activation_fn": start.activation_fn}
+        if isinstance(start, AfterstatePolicy):
+            kwargs["head_arch"] = start.head_arch
+    model = MaskablePPO(policy_class, UnoEnv(belief="none"), seed=args.seed, device="cpu", policy_kwargs=kwargs)
     if start is not None:
         model.policy.load_state_dict(start.state_dict())
     return model
