@@ -17,6 +17,7 @@ import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import train.integrations.cleanrl_ppo as cleanrl_ppo
+from agents.afterstate import AfterstatePolicy
 from agents.ppo import load_network, read_settings
 from train.config import ConfigError, parse_config
 from train.training.run_folder import read_evaluations
@@ -64,6 +65,16 @@ def test_the_phase_starts_from_the_warm_start_and_its_network_becomes_the_runs(f
     assert same(weights(after), weights(phase / "latest.zip"))  # and the run's checkpoint is the phase's network
     assert read_settings(finished / "best_model.zip")["steps"] == 2048  # eval.every 0: the last network is kept
     assert (finished / "final_eval.json").is_file()
+
+
+def test_an_afterstate_actor_goes_through_the_phase(tmp_path: Path):
+    folder = tmp_path / "run"
+    train(parse_config(phase_run(policy={"net_arch": [16], "actor": "afterstate"}, ppo_phase={"steps": 512})),
+          folder, quiet=True)
+    start, after = (load_network(folder / "ppo_phase" / name) for name in ("start.zip", "latest.zip"))
+    assert isinstance(after, AfterstatePolicy) and after.head_arch == [16]
+    assert not same(after.state_dict(), start.state_dict())
+    assert same(load_network(folder / "best_model.zip").state_dict(), after.state_dict())
 
 
 def test_the_phase_writes_its_curves_into_the_runs_tensorboard(finished: Path):

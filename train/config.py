@@ -479,13 +479,10 @@ def _validate_mix(key: str, mix: dict[str, float]) -> None:
 
 
 def _validate_afterstate(config: TrainConfig) -> None:
-    """An afterstate actor (agents.afterstate): a public critic, and no PPO phase (not tried with it)."""
+    """An afterstate actor (agents.afterstate) needs a public critic."""
     if config.policy.critic != "public":
         raise ConfigError(f"policy.critic must be 'public' with policy.actor 'afterstate', got "
                           f"{config.policy.critic!r}")
-    if config.ppo_phase.steps:
-        raise ConfigError("ppo_phase.steps must be 0 with policy.actor 'afterstate': the phase has not been tried "
-                          f"with an afterstate actor, got {config.ppo_phase.steps:,}")
 
 
 def _validate_native(config: TrainConfig) -> None:
