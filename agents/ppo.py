@@ -263,6 +263,19 @@ def _check_architecture(path: Path, record: Any, settings: dict[str, Any]) -> st
     return None
 
 
+def architecture(record: dict[str, Any]) -> tuple[type, dict[str, Any]]:
+    """The policy class and constructor arguments (``policy_kwargs``) that rebuild the network an architecture record
+    (:func:`policy_metadata`'s, checked) describes; the weights are the caller's to load, so no initialisation."""
+    kwargs: dict[str, Any] = {"net_arch": record["net_arch"], "activation_fn": _ACTIVATIONS[record["activation"]],
+                              "ortho_init": False,
+                              "share_features_extractor": bool(record.get("share_features_extractor", True))}
+    if record["class"] == "PrivilegedCriticPolicy":
+        kwargs["public_size"] = record["public_size"]
+    if record["class"] == "AfterstatePolicy":
+        kwargs["head_arch"] = record["head_arch"]
+    return _POLICY_CLASSES[record["class"]], kwargs
+
+
 def load_network(path: str | Path, settings: dict[str, Any] | None = None, trusted: bool | None = None) -> Any:
     """The policy network of a checkpoint, rebuilt from JSON metadata, weights loaded without unpickling.
 
@@ -289,16 +302,10 @@ def load_network(path: str | Path, settings: dict[str, Any] | None = None, trust
     if parameters > _MAX_PARAMETERS:
         raise ValueError(f"{path} is not a valid checkpoint: its network would have {parameters:,} parameters, "
                          f"more than the {_MAX_PARAMETERS:,} a player may load")
-    kwargs: dict[str, Any] = {"net_arch": record["net_arch"], "activation_fn": _ACTIVATIONS[record["activation"]],
-                              "ortho_init": False, "share_features_extractor": bool(record.get(
-                                  "share_features_extractor", True)), "optimizer_class": _no_optimizer}
-    if record["class"] == "PrivilegedCriticPolicy":
-        kwargs["public_size"] = record["public_size"]
-    if record["class"] == "AfterstatePolicy":
-        kwargs["head_arch"] = record["head_arch"]
+    policy_class, kwargs = architecture(record)
     observation_space = spaces.Box(-np.inf, np.inf, (size,), np.float32)
-    network = _POLICY_CLASSES[record["class"]](observation_space, spaces.Discrete(NUM_ACTIONS), lambda _: 0.0,
-                                               **kwargs)
+    network = policy_class(observation_space, spaces.Discrete(NUM_ACTIONS), lambda _: 0.0,
+                           optimizer_class=_no_optimizer, **kwargs)
     raw = _read_member(path, "policy.pth")
     try:
         state = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)

@@ -53,9 +53,8 @@ from torch import nn
 from torch.utils.tensorboard import SummaryWriter
 
 import uno_env  # noqa: F401  (registers Uno-v0)
-from agents.afterstate import AfterstatePolicy
 from agents.files import atomic_path
-from agents.ppo import load_network, read_settings, save_model
+from agents.ppo import architecture, load_network, policy_metadata, read_settings, save_model
 from train.evaluation.matches import evaluate
 from train.evaluation.statistics import score_interval
 from train.training.rollout_values import ACTIVATIONS
@@ -173,10 +172,11 @@ def make_model(args: Args) -> MaskablePPO:
     if start is None:
         policy_class, kwargs = "MlpPolicy", {"net_arch": list(args.net_arch),
                                              "activation_fn": ACTIVATIONS[args.activation]}
-    else:  # the checkpoint's own class: per-action rows, or an afterstate scorer (its head_arch too)
-        policy_class, kwargs = type(start), {"net_arch": start.net_arch, "activation_fn": start.activation_fn}
-        if isinstance(start, AfterstatePolicy):
-            kwargs["head_arch"] = start.head_arch
+    else:  # the checkpoint's own class and architecture (per-action rows or an afterstate scorer)
+        record = policy_metadata(start)
+        if record is None:
+            raise ValueError(f"--init {args.init}: its network is not a kind this loop can rebuild")
+        policy_class, kwargs = architecture(record)
     model = MaskablePPO(policy_class, UnoEnv(belief="none"), seed=args.seed, device="cpu", policy_kwargs=kwargs)
     if start is not None:
         model.policy.load_state_dict(start.state_dict())
