@@ -31,14 +31,13 @@ from uno_env.core import (
     BUDGET,
     CHOICES,
     CTL_SIZE,
-    CURRENT,
     OUTCOME,
     apply_action,
     control,
     legal_actions_into,
     play_turn,
 )
-from uno_env.observation import BASE_SIZE, PRIVILEGED_SIZE, encode_state_into, privileged_state_into
+from uno_env.observation import BASE_SIZE, encode_state_into
 
 # Offsets of the afterstate features (agents.afterstate's table): card 54, colour 4, draw, hand left 54, its colours
 # 4, its wilds 2, follow, size.
@@ -58,10 +57,6 @@ BATCH = 64
 #: Below this many rows the first layer adds the weight rows of each position's non-zero inputs; from it on, one
 #: dense matrix product over the rows is faster (the observation is about 80 set entries of 294).
 _SPARSE_BELOW = 8
-#: The input width of a *world critic*'s params (:mod:`agents.world_critic`): the encoding, then the hidden channels
-#: of the position it scores (:func:`uno_env.observation.privileged_state_into`), which inside the search is a world
-#: drawn from the belief. :func:`values_into` writes them when the params' input buffer is this wide.
-WORLD_INPUTS = BASE_SIZE + PRIVILEGED_SIZE
 
 
 def mlp_params(weights: list[np.ndarray], biases: list[np.ndarray], activation: int, inputs: int,
@@ -84,7 +79,6 @@ def mlp_params(weights: list[np.ndarray], biases: list[np.ndarray], activation: 
     buffers = tuple(np.zeros((BATCH, size), dtype=np.float32) for size in sizes)
     return (tuple(weights), tuple(np.ascontiguousarray(b, dtype=np.float32) for b in biases), activation, buffers,
             np.zeros(inputs, dtype=np.int64), afterstate)
-
 
 
 @njit(inline="always", fastmath=True)
@@ -337,12 +331,9 @@ def values_into(games: np.ndarray, rows: np.ndarray, m: int, params: tuple, lega
     """:func:`value_of` for the games ``games[rows[r]]``, ``r < m`` (at most :data:`BATCH`), in one forward pass,
     into ``out[r]``; ``legal`` is scratch (a row of :data:`~uno_env.cards.NUM_ACTIONS` per game)."""
     weights, biases, _, buffers, _, _ = params
-    world = buffers[0].shape[1] == WORLD_INPUTS
     for r in range(m):
         g = rows[r]
         encode_state_into(games[g], legal[g], legal_actions_into(games[g], legal[g]), buffers[0][r])
-        if world:  # the hidden channels of the game it scores, from the seat to move
-            privileged_state_into(games[g], games[g, CURRENT], buffers[0][r][BASE_SIZE:])
     hidden = _hidden(m, params)
     for r in range(m):
         out[r] = min(max(_unit(weights[-1], biases[-1], 0, hidden[r]), -1.0), 1.0)

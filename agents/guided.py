@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents import world_critic
 from agents.compiled_actor import actor_params, value_params
 from agents.ppo import PPOPolicy
 from agents.search import SearchPolicy
@@ -35,8 +34,7 @@ DEFAULT_NETWORK = "search-q-none"
 
 
 def guided_search(network: str | Path = DEFAULT_NETWORK, simulations: int | None = 1_800,
-                  time_ms: float | None = None, n_particles: int = 500, leaf_moves: int = 4,
-                  critic: str | Path | None = None) -> SearchPolicy:
+                  time_ms: float | None = None, n_particles: int = 500, leaf_moves: int = 4) -> SearchPolicy:
     """The search guided by ``network`` (a shipped agent's name or a checkpoint ``.zip``), as described above.
 
     Args:
@@ -45,18 +43,14 @@ def guided_search(network: str | Path = DEFAULT_NETWORK, simulations: int | None
         simulations: simulations a decision (``None``: only ``time_ms`` limits the search).
         time_ms: wall-clock milliseconds a decision (``None``: only ``simulations`` limits it).
         n_particles: worlds the learned-model filter keeps.
-        leaf_moves: the searching seat's decisions a simulation plays before the critic scores it.
-        critic: a world critic's file (:mod:`agents.world_critic`) to score the leaves from the drawn world's hidden
-            state as well; ``None``: the network's own critic.
+        leaf_moves: the searching seat's decisions a simulation plays before the network's critic scores it.
 
     Raises:
         ValueError: if ``network`` names neither a shipped agent nor a file, or was trained with belief features;
-            if ``critic`` is not a world critic (:func:`agents.world_critic.load`); and for the budgets
-            :class:`~agents.search.SearchPolicy` refuses.
+            and for the budgets :class:`~agents.search.SearchPolicy` refuses.
     """
     path = checkpoint_path(network, "guided search")
     policy = PPOPolicy.load(path, name=path.parent.name if path.name == MODEL_FILE else path.stem)
     return SearchPolicy(simulations=simulations, time_ms=time_ms, belief="particles", n_particles=n_particles,
                         opponent_model="learned", rollout=actor_params(policy), opponent_rollout="rule",
-                        value=value_params(policy) if critic is None else world_critic.load(critic).params(),
-                        leaf_moves=leaf_moves)
+                        value=value_params(policy), leaf_moves=leaf_moves)

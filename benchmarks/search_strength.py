@@ -17,12 +17,11 @@ deal pairs (:func:`train.evaluation.statistics.paired_interval`).
 
 ``--time-ms`` gives every player the same wall time per move instead of a number of simulations (the budget
 column then reads e.g. ``50 ms``). ``--network`` (a checkpoint trained with belief ``none``) and ``--guides`` run
-each player under several guides of that network (issue 26; :class:`agents.search.SearchPolicy`): ``none`` is the
+each player under several guides of that network (:class:`agents.search.SearchPolicy`): ``none`` is the
 search as ``--rollout`` sets it; every other guide rolls out the searching seat with the network's actor (the
 opponent seat with ``--opponent-rollout``, default ``rule``) and adds comma-separated options: ``prior=C``
 (PUCT with the actor's policy as the prior), ``leaf=K`` (the critic scores each simulation after K of the
-searching seat's decisions), ``world=PATH`` (with ``leaf=K``: the world critic at PATH scores them instead,
-:mod:`agents.world_critic`), ``z=Z`` (the default-move guard's ``keep_default_z``; ``z=none``: always the search's
+searching seat's decisions), ``z=Z`` (the default-move guard's ``keep_default_z``; ``z=none``: always the search's
 choice); ``net`` adds nothing. Players are then named ``belief/guide``.
 
 ``ms/move`` is the mean wall time of the search player's decisions that had a choice (two or more legal
@@ -51,7 +50,6 @@ import numpy as np
 import torch
 import unseen_opponents  # noqa: F401 (registers the unseen-style opponents' names)
 
-from agents import world_critic
 from agents.compiled_actor import actor_params, value_params
 from agents.ppo import PPOPolicy
 from agents.search import SearchPolicy, play_oracle_game
@@ -90,30 +88,25 @@ class UniformSearchPolicy(SearchPolicy):
 
 
 def guide_args(guide: str, network: PPOPolicy | None, opponent_rollout: str | None) -> dict[str, Any]:
-    """The search arguments of a ``--guides`` entry: ``none``, ``net``, or comma-separated ``prior=C``, ``leaf=K``,
-    ``world=PATH`` and ``z=Z``."""
+    """The search arguments of a ``--guides`` entry: ``none``, ``net``, or comma-separated ``prior=C``, ``leaf=K`` and
+    ``z=Z``."""
     if guide == "none":
         return {}
     if network is None:
         raise ValueError(f"guide {guide!r} needs --network")
     args: dict[str, Any] = {"rollout": actor_params(network), "opponent_rollout": opponent_rollout or "rule"}
-    world = None
     for option in guide.split(","):
         name, _, value = option.partition("=")
         if name == "prior":
             args["prior"] = float(value)
         elif name == "leaf":
             args["leaf_moves"] = int(value)
-        elif name == "world":
-            world = value
         elif name == "z":
             args["keep_default_z"] = None if value == "none" else float(value)
         elif option != "net":
-            raise ValueError(f"unknown guide option {option!r}: expected net, prior=C, leaf=K, world=PATH or z=Z")
-    if world is not None and "leaf_moves" not in args:
-        raise ValueError(f"guide {guide!r}: world=PATH scores the leaves of leaf=K, which it lacks")
+            raise ValueError(f"unknown guide option {option!r}: expected net, prior=C, leaf=K or z=Z")
     if "leaf_moves" in args:
-        args["value"] = value_params(network) if world is None else world_critic.load(world).params()
+        args["value"] = value_params(network)
     return args
 
 
@@ -162,7 +155,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rollout", default="rule")
     parser.add_argument("--opponent-rollout", help="the opponent seat's rollout policy (default: --rollout's)")
-    parser.add_argument("--tree-depth", type=int, default=1, help="0: unlimited")
     parser.add_argument("--n-particles", type=int, default=500)
     parser.add_argument("--network", help="a checkpoint (belief none) for --guides")
     parser.add_argument("--guides", nargs="+", default=["none"],
@@ -174,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     network = None if args.network is None else PPOPolicy.load(args.network)
     base_args = {"rollout": args.rollout, "opponent_rollout": args.opponent_rollout,
-                 "tree_depth": args.tree_depth or None, "n_particles": args.n_particles}
+                 "n_particles": args.n_particles}
     guides = {guide: {**base_args, **guide_args(guide, network, args.opponent_rollout)} for guide in args.guides}
     named = len(args.guides) > 1 or args.guides != ["none"]
     names = {(player, guide): f"{player}/{guide}" if named else player for player in args.players

@@ -12,9 +12,8 @@ import math
 import numpy as np
 import pytest
 import torch
-from decisions_testlib import decisions
 from sb3_contrib import MaskablePPO
-from uno_testlib import act, scenario
+from uno_testlib import act, capped, scenario
 
 from agents.actor_kernels import BATCH, actor_simulate, value_of
 from agents.compiled_actor import actor_params, value_params
@@ -33,6 +32,7 @@ from agents.search_kernels import (
 from uno_env import UnoEnv, core
 from uno_env.game import Game
 from uno_env.observation import SeatObserver
+from uno_env.opponents import RandomPolicy
 from uno_env.view import PublicView
 
 SHIPPED = "models/search-q-none/model.zip"
@@ -71,8 +71,21 @@ def _start(player: SearchPolicy, game: Game, seed: int) -> PublicView:
 
 
 def _positions(games: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(packed state, the env's observation of the seat to move) at every decision of random games."""
-    return [(state, np.asarray(view.observation, dtype=np.float32)) for _, state, view in decisions(games)]
+    """(packed state, the env's observation of the seat to move) at every decision of ``games`` random games (deal
+    ``seed`` from seed 0 on, the first player alternating), before the move is played."""
+    observer, player = SeatObserver(), RandomPolicy()
+    player.reset(0)
+    positions = []
+    for seed in range(games):
+        game = Game.deal(np.random.default_rng(seed), seed % 2)
+        for _ in capped():
+            if game.done:
+                break
+            view = observer.observe(game, game.current)
+            positions.append((core.pack_state(game.hands, game.deck, game.discard, game.active_colour, game.current,
+                                              game.pending_draw), np.asarray(view.observation, dtype=np.float32)))
+            game.step(player.act(view))
+    return positions
 
 
 @pytest.mark.parametrize("which", ["shipped", "tanh", "relu"])
