@@ -31,7 +31,6 @@ from uno_env.belief import (
     TrajectoryBelief,
     make_belief,
 )
-from uno_env.belief.mixture import MixtureBelief
 from uno_env.belief.tracker import pool_of
 from uno_env.cards import NUM_CARD_TYPES, PLAYABLE, card_id, card_rank
 from uno_env.env import UnoEnv
@@ -486,22 +485,3 @@ def test_same_seed_same_features(make):
         return out
 
     assert trajectory() == trajectory()
-
-
-@pytest.mark.parametrize(("opponent", "model"), [(RulePolicy, RuleModel), (RandomPolicy, RandomModel)],
-                         ids=["rule", "random"])
-def test_mixture_finds_the_opponents_model(opponent, model):
-    """MixtureBelief over the random and rule models, fed random games against one of them: after the game,
-    the model that generated the play holds most of the posterior weight (a random player sometimes plays what
-    rule would not; the rule player's plays are each likelier under rule), and the belief keeps every invariant."""
-    for seed in range(2):
-        rng = np.random.default_rng(seed)
-        game = Game.deal(rng, seed % 2)
-        policy = opponent()
-        policy.reset(seed)
-        mixture = MixtureBelief(200, np.random.default_rng(seed), (RandomModel(), RuleModel()))
-        mixture.reset(game.observe(0))
-        for view in seat0_views(game, policy, rng):
-            mixture.update(view)
-        check_invariants(mixture, view, rng)
-        assert mixture.weights()[[RandomModel, RuleModel].index(model)] > 0.5

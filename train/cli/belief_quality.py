@@ -43,8 +43,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="particle counts of non-lazy filters (lazy=False); none by default")
     parser.add_argument("--trajectory", type=_positive, nargs="*", default=[],
                         help="particle counts of trajectory filters with the plain likelihood; none by default")
-    parser.add_argument("--mixture", type=_positive, nargs="*", default=[],
-                        help="particle counts of mixtures over the random and rule models; none by default")
     parser.add_argument("--learned", type=_positive, nargs="*", default=[],
                         help="particle counts of filters with the learned opponent model; none by default")
     parser.add_argument("--exact", action="store_true", help="compare with exact enumeration on small positions")
@@ -67,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"machine: {platform.machine()}, Python {platform.python_version()}, numpy {np.__version__}")
     common = {"games": args.games, "seed": args.seed, "tracked": args.tracked, "opponent": args.opponent,
               "particles": args.particles, "aware": args.aware, "plain": args.plain,
-              "trajectory": args.trajectory, "mixture": args.mixture, "learned": args.learned,
+              "trajectory": args.trajectory, "learned": args.learned,
               "workers": args.workers}
     if args.exact:
         result = measure_exact(hand_size=args.hands, deck_size=args.deck, max_support=args.max_support, **common)

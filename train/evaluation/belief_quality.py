@@ -48,8 +48,7 @@ import numpy as np
 from uno_env.belief.exact import ExactBelief
 from uno_env.belief.filters import CountingBelief, ParticleBelief
 from uno_env.belief.learned import LearnedOpponent
-from uno_env.belief.mixture import MixtureBelief
-from uno_env.belief.models import RandomModel, RuleModel, opponent_model
+from uno_env.belief.models import opponent_model
 from uno_env.belief.trajectory import TrajectoryBelief
 from uno_env.cards import NUM_CARD_TYPES, WILD, card_colour, full_deck
 from uno_env.game import Game
@@ -77,12 +76,12 @@ class Spec:
 
 
 def tracker_specs(opponent: Policy, particles: Sequence[int] = (100, 1000), aware: Sequence[int] = (1000,),
-                  plain: Sequence[int] = (), trajectory: Sequence[int] = (), mixture: Sequence[int] = (),
+                  plain: Sequence[int] = (), trajectory: Sequence[int] = (),
                   learned: Sequence[int] = ()) -> list[Spec]:
     """Counting, then particle filters of each size: lazy plain-likelihood ones, policy-aware ones (if the
-    opponent has a model), non-lazy ones, trajectory particles with the plain likelihood, mixtures over
-    the ``random`` and ``rule`` models, and trajectory filters with the learned opponent model
-    (:class:`~uno_env.belief.learned.LearnedOpponent`); the last two are not told the opponent."""
+    opponent has a model), non-lazy ones, trajectory particles with the plain likelihood, and trajectory filters
+    with the learned opponent model (:class:`~uno_env.belief.learned.LearnedOpponent`), which is not told the
+    opponent."""
     model = opponent_model(opponent)
     specs = [Spec("counting", lambda rng: CountingBelief())]
     specs += [Spec(f"particles N={n}", lambda rng, n=n: ParticleBelief(n, rng)) for n in particles]
@@ -90,8 +89,6 @@ def tracker_specs(opponent: Policy, particles: Sequence[int] = (100, 1000), awar
         specs += [Spec(f"policy-aware N={n}", lambda rng, n=n: TrajectoryBelief(n, rng, model=model)) for n in aware]
     specs += [Spec(f"plain N={n}", lambda rng, n=n: ParticleBelief(n, rng, lazy=False)) for n in plain]
     specs += [Spec(f"trajectory N={n}", lambda rng, n=n: TrajectoryBelief(n, rng)) for n in trajectory]
-    specs += [Spec(f"mixture N={n}", lambda rng, n=n: MixtureBelief(n, rng, (RandomModel(), RuleModel())))
-              for n in mixture]
     specs += [Spec(f"learned N={n}", lambda rng, n=n: TrajectoryBelief(n, rng, model=LearnedOpponent()))
               for n in learned]
     return specs
@@ -252,7 +249,7 @@ PHASES = (("opponent holds 1-2", 0, 1, 2), ("opponent holds 3-4", 0, 3, 4), ("op
 
 def measure_quality(games: int = 200, seed: int = 0, tracked: str = "random", opponent: str = "random",
                     particles: Sequence[int] = (100, 1000), aware: Sequence[int] = (1000,),
-                    plain: Sequence[int] = (), trajectory: Sequence[int] = (), mixture: Sequence[int] = (),
+                    plain: Sequence[int] = (), trajectory: Sequence[int] = (),
                     learned: Sequence[int] = (), workers: int = 1) -> QualityResult:
     """Score every belief on ``games`` seeded games (module docstring); the tracked seat is seat 0.
 
@@ -266,7 +263,7 @@ def measure_quality(games: int = 200, seed: int = 0, tracked: str = "random", op
     seeds = _game_seeds(seed, games).tolist()
     firsts = [g % 2 for g in range(games)]
     spec_args = {"particles": tuple(particles), "aware": tuple(aware), "plain": tuple(plain),
-                 "trajectory": tuple(trajectory), "mixture": tuple(mixture), "learned": tuple(learned)}
+                 "trajectory": tuple(trajectory), "learned": tuple(learned)}
     names = [spec.name for spec in tracker_specs(make_policy(opponent), **spec_args)]
     start = time.perf_counter()
     parts = _map(_played_games, [(tracked, opponent, spec_args, seeds[c], firsts[c])
@@ -385,13 +382,13 @@ class ExactResult:
 def measure_exact(games: int = 300, seed: int = 0, tracked: str = "random", opponent: str = "random",
                   hand_size: int = 5, deck_size: int = 12, particles: Sequence[int] = (100, 1000),
                   aware: Sequence[int] = (1000,), plain: Sequence[int] = (), trajectory: Sequence[int] = (),
-                  mixture: Sequence[int] = (), learned: Sequence[int] = (), max_support: int = 50_000,
+                  learned: Sequence[int] = (), max_support: int = 50_000,
                   workers: int = 1) -> ExactResult:
     """Compare every belief with exact enumeration on games started from small random positions (module docstring)."""
     seeds = _game_seeds(seed, games).tolist()
     firsts = [g % 2 for g in range(games)]
     spec_args = {"particles": tuple(particles), "aware": tuple(aware), "plain": tuple(plain),
-                 "trajectory": tuple(trajectory), "mixture": tuple(mixture), "learned": tuple(learned)}
+                 "trajectory": tuple(trajectory), "learned": tuple(learned)}
     rival = make_policy(opponent)
     names = [spec.name for spec in tracker_specs(rival, **spec_args)] + ["exact"]
     references = ["exact"]
