@@ -1,18 +1,20 @@
-"""The PettingZoo AEC environment ``uno_v0``: API conformance, seeding, a full game, illegal actions."""
+"""The PettingZoo AEC environment ``uno_v0``: API conformance, seeding, a full game, illegal actions, rendering."""
 
 from __future__ import annotations
 
 import warnings
 
+import matplotlib
 import numpy as np
 import pytest
-from pettingzoo.test import api_test, seed_test
+from pettingzoo.test import api_test, render_test, seed_test
 from uno_testlib import DRAW, act, capped, scenario
 
 from uno_env.cards import CARD_NAMES
 from uno_env.game import IllegalActionError
 from uno_env.multiagent import UnoAECEnv, env
 from uno_env.observation import encode_base
+from uno_env.render import HEIGHT, WIDTH
 
 
 def play_random(aec, seed: int, action_seed: int = 0) -> list[tuple]:
@@ -196,4 +198,48 @@ def test_constructor_rejects_bad_arguments():
     with pytest.raises(ValueError, match="max_steps"):
         UnoAECEnv(max_steps=True)  # a bool is no step count
     with pytest.raises(ValueError, match="render_mode"):
-        UnoAECEnv(render_mode="human")
+        UnoAECEnv(render_mode="rgb")
+
+
+@pytest.fixture
+def headless(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Render "human" windows off-screen (matplotlib's Agg backend), without the pause between frames."""
+    from matplotlib import pyplot
+
+    previous = matplotlib.get_backend()
+    pyplot.switch_backend("Agg")
+    monkeypatch.setitem(UnoAECEnv.metadata, "render_fps", 1000)
+    yield
+    pyplot.close("all")
+    pyplot.switch_backend(previous)
+
+
+def test_pettingzoo_render_test_passes_in_every_mode(headless):
+    assert UnoAECEnv.metadata["render_modes"] == ["ansi", "rgb_array", "human"]
+    render_test(lambda render_mode=None: env(render_mode=render_mode))
+
+
+def test_rgb_array_is_the_table_of_the_seat_to_move():
+    aec = UnoAECEnv(render_mode="rgb_array")
+    assert aec.render() is None  # nothing to draw before the first reset (the wrapped env() refuses to ask)
+    aec.reset(seed=5)
+    frame = aec.render()
+    assert frame.dtype == np.uint8 and frame.shape == (HEIGHT, WIDTH, 3)
+    obs, *_ = aec.last()
+    aec.step(int(np.flatnonzero(obs["action_mask"])[0]))
+    assert not np.array_equal(aec.render(), frame)  # a move changes the picture
+
+
+def test_human_mode_shows_a_window_on_reset_and_step_and_close_closes_it(headless):
+    from matplotlib import pyplot
+
+    aec = env(render_mode="human")
+    aec.reset(seed=2)
+    (window,) = [pyplot.figure(number) for number in pyplot.get_fignums()]  # reset opened exactly one
+    first = window.axes[0].images[0].get_array().copy()
+    obs, *_ = aec.last()
+    aec.step(int(np.flatnonzero(obs["action_mask"])[0]))
+    assert not np.array_equal(window.axes[0].images[0].get_array(), first)  # the step redrew it
+    assert aec.render() is None
+    aec.close()
+    assert pyplot.get_fignums() == []

@@ -19,7 +19,7 @@ or any multi-agent method::
 
     from uno_env.multiagent import env as uno_env
 
-    env = uno_env(render_mode="ansi")
+    env = uno_env(render_mode="ansi")  # or "rgb_array", "human"
     env.reset(seed=42)
     for agent in env.agent_iter():
         observation, reward, termination, truncation, info = env.last()
@@ -97,7 +97,10 @@ over also ``"winner"`` and ``"is_success"``.
 * ``belief``: ``"none"``, ``"counting"`` or ``"particles"`` (:mod:`uno_env.belief`); ``n_particles``.
 * ``illegal_action``: ``"lose"`` or ``"raise"``.
 * ``max_steps``: truncate after this many actions (``None``: no limit).
-* ``render_mode``: ``None`` or ``"ansi"`` (a text picture of the table from the seat to move).
+* ``render_mode``: ``None``; ``"ansi"`` (``render()`` returns a text picture of the table from the seat to
+  move, ``player_0``'s once the game is over); ``"rgb_array"`` (the same table as ``Uno-v0``'s picture, a
+  ``uint8`` array of shape ``(480, 720, 3)`` drawn by :mod:`uno_env.render`); ``"human"`` (that picture in a
+  window, updated on every reset and step; ``render()`` returns ``None``), as PettingZoo's classic envs do.
 
 ``reset(seed=..., options={"scenario": S})`` starts from a RULES.md scenario (a malformed one raises
 ``ValueError`` and leaves the env as it was); other option keys are ignored with a warning.
@@ -137,7 +140,8 @@ def env(**kwargs: Any) -> AECEnv:
 class UnoAECEnv(AECEnv):
     """Two-player UNO as a PettingZoo AEC environment; the module docstring is its documentation."""
 
-    metadata = {"render_modes": ["ansi"], "name": "uno_v0", "is_parallelizable": False, "render_fps": 1}
+    metadata = {"render_modes": ["ansi", "rgb_array", "human"], "name": "uno_v0", "is_parallelizable": False,
+                "render_fps": 2}
 
     def __init__(
         self,
@@ -156,7 +160,7 @@ class UnoAECEnv(AECEnv):
         if max_steps is not None and (not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1):
             raise ValueError(f"max_steps must be a positive int or None, got {max_steps!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+            raise ValueError(f"render_mode must be None, 'ansi', 'rgb_array' or 'human', got {render_mode!r}")
         self.first_player = first_player
         self.illegal_action = illegal_action
         self.max_steps = max_steps
@@ -179,6 +183,7 @@ class UnoAECEnv(AECEnv):
         self._game: Game | None = None
         self._views: list[PublicView | None] = [None, None]
         self._steps = 0
+        self._window: Any = None  # the render_mode="human" window, opened by the first render()
 
     # ------------------------------------------------------------------ PettingZoo API
     def observation_space(self, agent: str) -> spaces.Space:
@@ -212,6 +217,8 @@ class UnoAECEnv(AECEnv):
         self.truncations = dict.fromkeys(self.agents, False)
         self.infos = {agent: {} for agent in self.agents}
         self._update_views()
+        if self.render_mode == "human":
+            self.render()
 
     def step(self, action: Any) -> None:
         """Apply the selected agent's action (``None`` for an agent that is already done)."""
@@ -243,26 +250,50 @@ class UnoAECEnv(AECEnv):
         elif self.max_steps is not None and self._steps >= self.max_steps:
             self.truncations = dict.fromkeys(self.agents, True)
         self._accumulate_rewards()
+        if self.render_mode == "human":
+            self.render()
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         """``{"observation": float32 encoding, "action_mask": int8[61]}`` of ``agent``'s current view."""
         view = self._views[_SEAT[agent]]
         return {"observation": view.observation.copy(), "action_mask": view.action_mask}
 
-    def render(self) -> str | None:
-        """With ``render_mode="ansi"``: the table seen by the seat to move (``player_0`` once the game is over)."""
+    def render(self) -> str | np.ndarray | None:
+        """The table seen by the seat to move (``player_0`` once the game is over), as ``render_mode`` asks.
+
+        ``"ansi"``: text; ``"rgb_array"``: a ``uint8`` picture ``(480, 720, 3)``; ``"human"``: that picture in a
+        window, and ``None``. ``None`` before the first reset.
+        """
         if self.render_mode is None:
-            gymnasium.logger.warn("render() was called without a render_mode; pass render_mode='ansi'")
+            gymnasium.logger.warn("render() was called without a render_mode; pass render_mode='ansi', "
+                                  "'rgb_array' or 'human'")
             return None
         game = self._game
+        if game is None:
+            return None
         seat = 0 if game.done else game.current
         view = game.observe(seat, consume_events=False)
-        recent = [_event_for_render(event, seat) for event in game.events[-8:]]
-        status = "game over" if game.done else "to move"
-        return f"[{AGENTS[seat]}'s view, {status}]\n" + render_table(view, recent)
+        if self.render_mode == "ansi":
+            recent = [_event_for_render(event, seat, AGENTS) for event in game.events[-8:]]
+            status = "game over" if game.done else "to move"
+            return f"[{AGENTS[seat]}'s view, {status}]\n" + render_table(view, recent)
+        # uno_env.render is imported here, not at the top: it loads matplotlib (~0.4 s), which only pictures need.
+        from uno_env.render import TableWindow, table_rgb
+
+        # The picture names the viewing seat "agent" ("you") and the other "opponent", as in Uno-v0's.
+        names = ("agent", "opponent") if seat == 0 else ("opponent", "agent")
+        frame = table_rgb(view, [_event_for_render(event, seat, names) for event in game.events[-8:]])
+        if self.render_mode == "human":
+            self._window = self._window or TableWindow()
+            self._window.show(frame, 1 / self.metadata["render_fps"])
+            return None
+        return frame
 
     def close(self) -> None:
-        """Nothing to release (no window, no files)."""
+        """Close the ``render_mode="human"`` window if one is open."""
+        if self._window is not None:
+            self._window.close()
+            self._window = None
 
     # ------------------------------------------------------------------ internals
     def _update_views(self) -> None:
@@ -286,13 +317,14 @@ class UnoAECEnv(AECEnv):
                 self.infos[agent] = info
 
 
-def _event_for_render(event: tuple, viewer: int) -> dict[str, Any]:
-    """An engine event (absolute seats) as the dict :func:`render_table` prints; others' draws stay hidden."""
+def _event_for_render(event: tuple, viewer: int, names: tuple[str, str]) -> dict[str, Any]:
+    """An engine event (absolute seats, named by ``names``) as the dict the renderers draw; others' draws stay
+    hidden from ``viewer``."""
     kind, player, value, extra = event
     if kind == PLAY:
-        return {"player": AGENTS[player], "kind": "play", "card": CARD_NAMES[value], "colour": COLOURS[extra]}
+        return {"player": names[player], "kind": "play", "card": CARD_NAMES[value], "colour": COLOURS[extra]}
     if kind == DRAW:
-        out: dict[str, Any] = {"player": AGENTS[player], "kind": "draw", "count": value}
+        out: dict[str, Any] = {"player": names[player], "kind": "draw", "count": value}
         if player == viewer:
             out["cards"] = [CARD_NAMES[card] for card in extra]
         return out
