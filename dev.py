@@ -4,8 +4,10 @@
     python3 dev.py train [train options]   # train the default config, then print its evaluation table
     python3 dev.py test  [pytest options]  # lint, then run the whole test suite
 
-Both create a virtual environment in ``.venv`` on first use and install the project into it
-(``torch==2.13.0`` first: that pin is the CPU build; an unpinned torch pulls a multi-GB CUDA build).
+Both create a virtual environment in ``.venv`` on first use and install the project into it with its ``dev``
+extra. ``torch==2.13.0`` goes in first: pyproject.toml's ``train`` extra asks only for a range (``torch>=2.3,<3``),
+which this CPU build satisfies, so pip keeps it instead of pulling a multi-GB CUDA build. This exact pin lives only
+here: it is the build the project's machines test with, not a requirement of the package.
 The install is redone only when ``pyproject.toml`` changes.
 """
 
@@ -22,6 +24,7 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 PYTHON = VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 STAMP = VENV / "installed-pyproject.sha256"
+#: The CPU build installed before the project, so that the train extra's torch range is already met.
 TORCH = "torch==2.13.0"
 
 
