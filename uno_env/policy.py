@@ -112,6 +112,10 @@ POLICY_GROUP = "uno_rl.policies"
 #: (name -> factory), consulted when names are needed (the shipped agents: the folders under ``models/``).
 CATALOGUE_GROUP = "uno_rl.policy_catalogues"
 
+#: The modules of the ``train`` extra that players with a network load (torch and SB3); ``uno_env`` and the players
+#: without a network (random, rule, search) never import them.
+TRAINING_MODULES = frozenset({"torch", "stable_baselines3", "sb3_contrib", "tensorboard"})
+
 #: Name -> factory, or "module:attribute" of one, imported when the name is first built.
 _REGISTRY: dict[str, Factory | str] = {"random": RandomPolicy, "rule": RulePolicy}
 
@@ -133,7 +137,13 @@ def make_policy(spec: str | Policy) -> Policy:
         if factory is None:
             hint = "" if _installed(POLICY_GROUP) else f" (no {POLICY_GROUP!r} entry points: is uno-rl installed?)"
             raise ValueError(f"unknown policy {spec!r}; known names: {', '.join(policy_names())}{hint}")
-        return _load(factory)() if isinstance(factory, str) else factory()
+        try:
+            return _load(factory)() if isinstance(factory, str) else factory()
+        except ModuleNotFoundError as error:
+            if error.name is None or error.name.partition(".")[0] not in TRAINING_MODULES:
+                raise
+            raise ModuleNotFoundError(f"policy {spec!r} needs {error.name}, which is not installed: install the "
+                                      "train extra (pip install 'uno-rl[train]')", name=error.name) from error
     if not (callable(getattr(spec, "act", None)) and callable(getattr(spec, "reset", None))):
         raise TypeError(f"a policy needs reset(seed) and act(view) methods; got {type(spec).__name__}")
     return spec
