@@ -107,7 +107,7 @@ over also ``"winner"`` and ``"is_success"``.
 
 ### Version History
 
-* v0: Initial release.
+* v0: first release (1.0.0), rendering as ``ansi``, ``rgb_array`` and ``human``.
 """
 
 from __future__ import annotations
