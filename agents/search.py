@@ -7,18 +7,14 @@ budget (a number of simulations, milliseconds, or both: whichever ends first) is
    policy as the prior (below);
 2. **determinizes**: takes a *world*, i.e. an opponent hand drawn from the seat's belief
    (:mod:`uno_env.belief`: card counting or particle filter) with a uniformly shuffled deck of the
-   other unseen cards, a full :class:`~uno_env.game.Game` consistent with everything the seat has seen;
-3. below the root (up to ``tree_depth``), **selects** down one tree shared by all worlds, whose edges
-   are both seats' actions, with UCB1 where a child's *availability* (how often its action was legal
-   when its parent was visited) replaces the parent's visit count, since the legal actions depend on
-   the world; **expands** one untried action (the rollout policy's own move first);
-4. **rolls out** to the end of the game with the rollout policy (``"rule"``, ``"random"`` or any
-   Policy; the opponent's seat may have one of its own), and backs up the result (win 1, draw 1/2, loss 0)
-   from the side of the seat that moved. With one tree level and built-in rollout policies (or a network
-   compiled for the searching seat: :mod:`agents.actor_kernels`), the simulations run compiled
-   (:mod:`agents.search_kernels`: root selection, :func:`uno_env.core.simulate` and the backup, a batch of
-   worlds per call; the same rules and the same rule player as in Python); each world seeds its random stream,
-   as it seeds the Python rollouts'.
+   other unseen cards: a full game state consistent with everything the seat has seen;
+3. **rolls out** to the end of the game with the rollout policy (``"rule"`` or ``"random"``, or a network's
+   actor on the searching seat: :mod:`agents.actor_kernels`; the opponent's seat may have one of its own), and
+   backs up the result (win 1, draw 1/2, loss 0) into the root action's statistics.
+
+The simulations run compiled (:mod:`agents.search_kernels`: root selection, :func:`uno_env.core.simulate` and the
+backup, a batch of worlds per call; the same rules and the same rule player as in Python); each world seeds its
+own random stream.
 
 Two choices make small budgets count, since in UNO the luck of the draw dwarfs the difference between
 two moves:
@@ -30,8 +26,7 @@ two moves:
   more than ``keep_default_z`` standard errors (a paired comparison); otherwise it keeps the default move.
   With a good rollout policy, noise can then rarely make the player worse than that policy.
 
-A network can guide the one-level compiled search beyond playing the searching seat's rollouts
-(``rollout=actor_params(policy)``; issue 26):
+A network can guide the search beyond playing the searching seat's rollouts (``rollout=actor_params(policy)``):
 
 * **Its critic scores leaves** (``value=value_params(policy)``, ``leaf_moves=K``): a simulation applies the root
   action, plays on with the rollout policies for ``K`` of the searching seat's decisions, and if the game is still
@@ -49,21 +44,17 @@ A network can guide the one-level compiled search beyond playing the searching s
   positions costs a fraction of 64 passes (docs/BENCHMARKS.md, "Batched simulations in the guided search"); each
   simulation still scores what it would alone, and ``batch=1`` is the search one simulation at a time.
 
-The tree is one level deep by default (``tree_depth=1``: UCB over the legal actions at the root
-information set, rollouts below). Deeper trees are supported, but at the few hundred simulations per
-move they were measured with, nodes below the root got too few visits to beat the rollout policy's moves
-there, and they measured weaker (docs/RESULTS.md, "Search player").
+The tree is one level deep: UCB over the legal actions at the root information set, rollouts below. Deeper trees
+measured weaker at the few hundred simulations a move they were tried with: nodes below the root got too few visits
+to beat the rollout policy's moves there (docs/RESULTS.md, "Search player").
 
-The default budget, 16,000 simulations a move (about 0.2 s on one core of the project's machine), is the
-old 800-simulation player's time per move spent on the compiled loop; it wins 4.5 points more against the
-rule player than 800 simulations (docs/RESULTS.md, "Equal time per move").
+The default budget, 16,000 simulations a move (about 0.2 s on one core of the project's machine), wins 4.5 points
+more against the rule player than 800 simulations (docs/RESULTS.md, "Equal time per move").
 
 Why information-set MCTS and not POMCP: the belief lives in :mod:`uno_env.belief`, updated from the
 public events between decisions, so the search only needs root samples from it; POMCP keeps its own
 particles in every tree node (a second belief filter) and branches on observations, and our own draws
-reveal a specific card, so its tree would split into thin branches after every draw. POMCP also needs
-a model of the opponent inside the simulator for in-tree moves; ISMCTS chooses them by UCB for the
-opponent, so the search does not rely on an assumed opponent.
+reveal a specific card, so its tree would split into thin branches after every draw.
 
 :class:`OracleSearchPolicy` is the same search given the opponent's true hand instead of belief samples
 (the deck order stays hidden). It measures the ceiling a perfect belief reaches at the same budget; it
@@ -84,43 +75,32 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from agents.actor_kernels import BATCH, actor_choice, forward
-from agents.search_kernels import Playouts, deal_worlds, run_root, select_root
+from agents.search_kernels import Playouts, deal_worlds, run_root
 from uno_env.belief import BeliefKind, LearnedOpponent, OpponentModelSetting, check_opponent_model, make_belief
 from uno_env.cards import COPIES, NUM_ACTIONS, NUM_CARD_TYPES
-from uno_env.core import DECK, DECK_LEN, HANDS, RANDOM_POLICY, RULE_POLICY, STATE_SIZE, pack_state, seed_stream
+from uno_env.core import RANDOM_POLICY, RULE_POLICY, STATE_SIZE, pack_state, seed_stream
 from uno_env.game import Game
 from uno_env.match import GameResult, play_game
-from uno_env.observation import encode_base
 from uno_env.opponents import RulePolicy
-from uno_env.policy import NO_NEEDS, Policy, make_policy
-from uno_env.view import DRAWN, PublicView
+from uno_env.policy import NO_NEEDS, Policy
+from uno_env.view import PublicView
 
 _COPIES = np.array(COPIES, dtype=np.int64)
 _SAMPLE_BATCH = 64  # worlds drawn at once (one vectorized belief call, one kernel call to deal them)
 _MAX_ROLLOUT_ACTIONS = 3000  # a rollout still running then counts as a draw (UNO games end far sooner)
-_ME, _OPPONENT = 0, 1  # seats inside a determinization
-
-
-class _Node:
-    """A tree edge's statistics: reached by ``player``'s move; rewards are from that player's side."""
-
-    __slots__ = ("player", "children", "visits", "reward", "available")
-
-    def __init__(self, player: int) -> None:
-        self.player = player
-        self.children: dict[int, _Node] = {}
-        self.visits = 0
-        self.reward = 0.0
-        self.available = 1
+_ME = 0  # the searching seat inside a determinization
+#: The built-in rollout policies by name, as codes of the compiled players (:data:`uno_env.core.COMPILED_PLAYERS`).
+ROLLOUTS = {"random": RANDOM_POLICY, "rule": RULE_POLICY}
+RolloutName = Literal["random", "rule"]
 
 
 class _Uniforms:
-    """Uniform floats in [0, 1) from a seeded Generator, drawn in batches for the simulation hot path."""
+    """Uniform floats in [0, 1) from a seeded Generator, drawn in batches."""
 
     __slots__ = ("rng", "batch", "values", "index")
 
@@ -150,16 +130,13 @@ class SearchPolicy:
         belief: ``"counting"`` or ``"particles"``: the :mod:`uno_env.belief` tracker determinizations are
             drawn from.
         n_particles: particle count of the ``"particles"`` tracker.
-        rollout: policy finishing each simulated game: ``"random"``, ``"rule"`` (both compiled), any Policy
-            object (it then receives views built from the simulated game), or the ``params`` of a network's
-            actor (:func:`agents.compiled_actor.actor_params`), which plays the searching seat's rollouts
-            compiled, in the one-level search only.
-        opponent_rollout: the opponent seat's rollout policy (``"random"``, ``"rule"`` or a Policy); ``None``:
-            ``rollout``'s, which must then be a policy. Policy iteration from scratch searches with its own
-            player on its seat and the opponent it trains against on the other.
-        exploration: the UCB1 constant ``c`` in ``mean + c * sqrt(ln(available) / visits)``; rewards are in [0, 1].
-        tree_depth: tree levels before rollouts take over (1: root actions only; ``None``: unlimited).
-        keep_default_z: with a Policy or a network for rollouts, play the search's choice only if it beats that
+        rollout: the searching seat's policy finishing each simulated game: ``"random"``, ``"rule"``, or the
+            ``params`` of a network's actor (:func:`agents.compiled_actor.actor_params`), all compiled.
+        opponent_rollout: the opponent seat's rollout policy, ``"random"`` or ``"rule"``; ``None``: ``rollout``'s,
+            which must then be one of the two.
+        exploration: the UCB1 constant ``c`` in ``mean + c * sqrt(ln(1 + simulations) / visits)``; rewards are in
+            [0, 1].
+        keep_default_z: with ``rule`` or a network rolling out, play the search's choice only if it beats that
             policy's own move (the network's: its highest logit) by more than this many standard errors on shared
             worlds (``None``: always the search's).
         opponent_policy: passed to the particle filter for its optional policy-aware likelihood.
@@ -193,10 +170,9 @@ class SearchPolicy:
         time_ms: float | None = None,
         belief: BeliefKind = "particles",
         n_particles: int = 500,
-        rollout: str | Policy | tuple = "rule",
-        opponent_rollout: str | Policy | None = None,
+        rollout: RolloutName | tuple = "rule",
+        opponent_rollout: RolloutName | None = None,
         exploration: float = 0.7,
-        tree_depth: int | None = 1,
         keep_default_z: float | None = 1.0,
         opponent_policy: Policy | None = None,
         opponent_model: OpponentModelSetting | LearnedOpponent = "told",
@@ -219,26 +195,24 @@ class SearchPolicy:
         self.time_ms = time_ms
         self.belief = belief
         self.n_particles = n_particles
-        self.tree_depth = math.inf if tree_depth is None else tree_depth
         self._actor = rollout if isinstance(rollout, tuple) else None
+        if self._actor is None and (not isinstance(rollout, str) or rollout not in ROLLOUTS):
+            raise ValueError(f"rollout must be one of {', '.join(ROLLOUTS)} or a network's actor params "
+                             f"(agents.compiled_actor.actor_params), got {rollout!r}")
         if self._actor is not None and opponent_rollout is None:
             raise ValueError("a network's actor rolls out the searching seat only: set opponent_rollout too")
+        if opponent_rollout is not None and (not isinstance(opponent_rollout, str) or opponent_rollout not in ROLLOUTS):
+            raise ValueError(f"opponent_rollout must be one of {', '.join(ROLLOUTS)} or None, got "
+                             f"{opponent_rollout!r}")
         _check_guidance(self._actor, value, leaf_moves, prior)
         if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= BATCH:
             raise ValueError(f"batch must be an int from 1 to {BATCH}, got {batch!r}")
         self.value, self.leaf_moves, self.prior, self.batch = value, leaf_moves, prior, batch
-        self.rollout_policy = None if rollout == "random" or self._actor is not None else make_policy(rollout)
-        self.opponent_rollout_policy = self.rollout_policy if opponent_rollout is None else (
-            None if opponent_rollout == "random" else make_policy(opponent_rollout))
-        # The built-in rollout policies also exist as kernels (uno_env.core), which one-level searches use
-        # unless a subclass replaces the Python simulation (as the tests' recording players do).
-        stock = type(self)._simulate is SearchPolicy._simulate and type(self)._rollout is SearchPolicy._rollout
-        codes = (RANDOM_POLICY if self._actor is not None else _kernel_code(self.rollout_policy),
-                 _kernel_code(self.opponent_rollout_policy))
-        self._compiled_rollout = codes if stock and self.tree_depth <= 1 and None not in codes else None
-        if self._actor is not None and self._compiled_rollout is None:
-            raise ValueError("a network's actor rolls out only in the compiled one-level search: tree_depth 1 and "
-                             "a built-in opponent_rollout ('random' or 'rule')")
+        # The rule player's own move is the default the search must beat; random play has none.
+        self.rollout_policy = RulePolicy() if rollout == "rule" else None
+        # The compiled playouts' codes of the two seats (a network's actor replaces the searching seat's).
+        self._compiled_rollout = (RANDOM_POLICY if self._actor is not None else ROLLOUTS[rollout],
+                                  ROLLOUTS[opponent_rollout or rollout])
         self.exploration = exploration
         self.keep_default_z = keep_default_z
         self.opponent_policy = opponent_policy
@@ -260,11 +234,10 @@ class SearchPolicy:
         self._rng = np.random.default_rng(search_seed)
         self._uniform = _Uniforms(self._rng)
         self._tracker = None
-        policies = [policy for policy in (self.rollout_policy, self.opponent_rollout_policy) if policy is not None]
-        if policies:  # one seed for both seats' policies: the search's stream is the same whatever they are
-            seed = int(self._rng.integers(2**62))
-            for policy in policies:
-                policy.reset(seed)
+        if RULE_POLICY in self._compiled_rollout:
+            # A draw whenever a seat rolls out with rule: part of the search's seeded stream, which every world is
+            # drawn from after it, so a seed keeps playing the same games.
+            self._rng.integers(2**62)
 
     def observe_start(self, view: PublicView) -> None:
         """Start the belief from this seat's view right after the deal (the optional Policy hook)."""
@@ -330,7 +303,7 @@ class SearchPolicy:
         return legal[default]
 
     def _default(self, view: PublicView, root: _Root, worlds: _Worlds) -> int:
-        """The index of the rollout policy's own move at the root: a Policy's, or the network's highest logit."""
+        """The index of the rollout policy's own move at the root: the rule player's, or the network's highest logit."""
         if self._actor is None:
             return view.legal_actions.index(self.rollout_policy.act(view))
         move = actor_choice(worlds.decision_state(), root.actions, len(root.actions), self._actor)
@@ -356,97 +329,20 @@ class SearchPolicy:
         """Simulations number ``done`` to ``stop - 1`` (from 0); returns ``stop``.
 
         Common random numbers: the k-th simulation of every root action runs in the same world k, so root actions
-        are compared on the same hidden hands, deck orders and rollout draws.
+        are compared on the same hidden hands, deck orders and rollout draws. The simulations run compiled, as many
+        per call as there are worlds drawn; the fields go to the kernel as plain tuples, which numba's dispatcher
+        types faster than NamedTuples (:func:`~agents.search_kernels.run_root`).
         """
-        if self._compiled_rollout is not None:
-            # No tree below the root: the simulations run compiled, as many per call as there are worlds drawn.
-            # Plain tuples of the kernel's named fields: the dispatcher types them faster than NamedTuples (run_root).
-            policy, opponent_policy = self._compiled_rollout
-            playouts = tuple(Playouts(float(self.exploration), policy, opponent_policy, _MAX_ROLLOUT_ACTIONS,
-                                      self.leaf_moves or 0, float(self.prior or 0.0), self.batch))
-            while done < stop:
-                done = run_root((worlds.states, worlds.seeds), root.stats(), done, stop, playouts, self._actor,
-                                self.value, root.priors)
-                if done < stop:  # the next simulation needs a world not drawn yet
-                    worlds.extend()
-                    root.fit(len(worlds))
-            return done
-        for k in range(done, stop):
-            i = select_root(root.visits, root.totals, root.order, k, self.exploration)
-            child = root.children.get(i)
-            if child is None:
-                child = root.children[i] = _Node(_ME)
-            game, uniform = worlds.get(int(root.visits[i]))
-            root.fit(len(worlds))
-            game.step(int(root.actions[i]))
-            root.record(i, self._simulate(child, game, uniform))
-        return stop
-
-    def _simulate(self, node: _Node, game: Game, uniform: _Uniforms) -> float:
-        """Selection, expansion, rollout and backup below the root child ``node`` on one world; my reward."""
-        c = self.exploration
-        path = [node]
-        while game.outcome is None and len(path) < self.tree_depth:
-            legal = game.legal_actions()
-            children = node.children
-            untried = []
-            for action in legal:
-                child = children.get(action)
-                if child is None:
-                    untried.append(action)
-                else:
-                    child.available += 1
-            if untried:
-                action = self._expansion(game, legal, untried, uniform)
-                node = children[action] = _Node(game.current)
-                game.step(action)
-                path.append(node)
-                break
-            best_score = -1.0
-            for action in legal:
-                child = children[action]
-                score = child.reward / child.visits + c * math.sqrt(math.log(child.available) / child.visits)
-                if score > best_score:
-                    best_score, best_action, node = score, action, child
-            game.step(best_action)
-            path.append(node)
-        self._rollout(game, uniform)
-        outcome = game.outcome
-        for node in path:
-            node.visits += 1
-            if outcome == node.player:
-                node.reward += 1.0
-            elif outcome is None or outcome == DRAWN:
-                node.reward += 0.5
-        return 1.0 if outcome == _ME else (0.0 if outcome == _OPPONENT else 0.5)
-
-    def _expansion(self, game: Game, legal: list[int], untried: list[int], uniform: _Uniforms) -> int:
-        """The untried action to add to the tree: the rollout policy's own move first, else a random one.
-
-        Expanding the rollout policy's move first keeps the simulated play in a young node as good as the
-        rollouts, instead of a random move for each seat until every action has been tried once.
-        """
-        policy = self.rollout_policy if game.current == _ME else self.opponent_rollout_policy
-        if policy is not None:
-            action = policy.act(rollout_view(game, legal))
-            if action in untried:
-                return action
-        return untried[int(uniform() * len(untried))]
-
-    def _rollout(self, game: Game, uniform: _Uniforms) -> None:
-        """Play the simulated game on to its end (or the action cap) with each seat's rollout policy."""
-        policies = (self.rollout_policy, self.opponent_rollout_policy)  # by seat: _ME, _OPPONENT
-        for _ in range(_MAX_ROLLOUT_ACTIONS):
-            if game.outcome is not None:
-                return
-            legal = game.legal_actions()
-            policy = policies[game.current]
-            if len(legal) == 1:
-                game.step(legal[0])
-            elif policy is None:
-                game.step(legal[int(uniform() * len(legal))])
-            else:
-                game.step(policy.act(rollout_view(game, legal)))
+        policy, opponent_policy = self._compiled_rollout
+        playouts = tuple(Playouts(float(self.exploration), policy, opponent_policy, _MAX_ROLLOUT_ACTIONS,
+                                  self.leaf_moves or 0, float(self.prior or 0.0), self.batch))
+        while done < stop:
+            done = run_root((worlds.states, worlds.seeds), root.stats(), done, stop, playouts, self._actor,
+                            self.value, root.priors)
+            if done < stop:  # the next simulation needs a world not drawn yet
+                worlds.extend()
+                root.fit(len(worlds))
+        return done
 
 
 class _Root:
@@ -454,8 +350,7 @@ class _Root:
 
     ``visits`` and ``totals`` (summed rewards) per action; ``rewards[i, k]`` is action ``i``'s reward in world
     ``k``, filled for ``k < visits[i]``; ``order`` is the order of the first tries; ``priors`` the network's
-    policy over the actions when it guides the selection (else ``None``); ``children`` holds the tree nodes below
-    the root when the search runs in Python (deeper trees, Policy rollouts).
+    policy over the actions when it guides the selection (else ``None``).
     """
 
     def __init__(self, legal: list[int], order: np.ndarray) -> None:
@@ -466,18 +361,11 @@ class _Root:
         self.rewards = np.zeros((len(legal), _SAMPLE_BATCH))
         self.picks, self.picked = np.empty((BATCH, 2), dtype=np.int64), np.empty(BATCH)  # run_root's scratch
         self.priors: np.ndarray | None = None
-        self.children: dict[int, _Node] = {}
 
     def fit(self, worlds: int) -> None:
         """Make room for a reward in each of ``worlds`` worlds (doubling, so growing costs little overall)."""
         if worlds > self.rewards.shape[1]:
             self.rewards = _grown(self.rewards, worlds, axis=1)
-
-    def record(self, i: int, reward: float) -> None:
-        """Back up one simulation of action ``i`` (in world ``visits[i]``)."""
-        self.rewards[i, self.visits[i]] = reward
-        self.visits[i] += 1
-        self.totals[i] += reward
 
     def stats(self) -> tuple:
         """The statistics as :func:`~agents.search_kernels.run_root` updates them (the same arrays, not copies): the
@@ -493,10 +381,10 @@ class _Worlds:
     """The determinizations of one decision, drawn in batches on demand and replayable by index.
 
     World ``k`` is an opponent hand drawn from the player's sampler, a uniformly shuffled deck of the
-    other unseen cards, and a seed for everything random after that (reshuffles, in-tree and rollout
-    choices), so asking for world ``k`` twice gives the same game with the same random stream. The worlds are
-    packed kernel states, row ``k`` for world ``k`` (:func:`~agents.search_kernels.deal_worlds` draws them from a
-    stream of their own, seeded from the player's generator); the Python path builds games from them (:meth:`get`).
+    other unseen cards, and a seed for everything random after that (reshuffles, rollout choices), so world ``k``
+    plays the same game with the same random stream for every root action. The worlds are packed kernel states,
+    row ``k`` for world ``k`` (:func:`~agents.search_kernels.deal_worlds` draws them from a stream of their own,
+    seeded from the player's generator).
     """
 
     def __init__(self, player: SearchPolicy, view: PublicView) -> None:
@@ -505,13 +393,9 @@ class _Worlds:
         discard = [card for card in range(NUM_CARD_TYPES) for _ in range(view.discard[card])]
         discard.remove(view.top)
         discard.append(view.top)  # only the top card's position matters to the engine
-        self.discard = discard
-        self.hand = list(view.hand)
-        self.active_colour = view.active_colour
-        self.pending_draw = view.pending_draw
         self.opponent_hand_size = view.opponent_hand_size
         # The decision's state without the opponent's hand and the deck, which each world fills in.
-        self.base = pack_state((self.hand, [0] * NUM_CARD_TYPES), [], discard, view.active_colour, _ME,
+        self.base = pack_state((list(view.hand), [0] * NUM_CARD_TYPES), [], discard, view.active_colour, _ME,
                                view.pending_draw)
         self.stream = seed_stream(int(player._rng.integers(2**63)))
         self.count = 0
@@ -536,17 +420,6 @@ class _Worlds:
         if self.count == 0:
             self.extend()  # the batch the first simulation draws anyway, drawn a little earlier
         return self._states[0]
-
-    def get(self, k: int) -> tuple[Game, _Uniforms]:
-        """World ``k`` as a fresh game (this seat to move) and its random stream."""
-        while self.count <= k:
-            self.extend()
-        state = self._states[k]
-        hand = state[HANDS + NUM_CARD_TYPES:HANDS + 2 * NUM_CARD_TYPES].tolist()
-        deck = state[DECK:DECK + state[DECK_LEN]].tolist()
-        rng = np.random.default_rng(int(self._seeds[k]))
-        game = Game((self.hand, hand), deck, list(self.discard), self.active_colour, _ME, self.pending_draw, rng)
-        return game, _Uniforms(rng)
 
     def extend(self) -> None:
         """Draw the next batch of worlds."""
@@ -587,13 +460,6 @@ def _check_guidance(actor: tuple | None, value: tuple | None, leaf_moves: int | 
         raise ValueError(f"prior (the PUCT constant) must be a positive number or None, got {prior!r}")
 
 
-def _kernel_code(policy: Policy | None) -> int | None:
-    """The kernels' code of a rollout policy (``None``: random), or ``None`` if it has none."""
-    if policy is None:
-        return RANDOM_POLICY
-    return RULE_POLICY if type(policy) is RulePolicy else None
-
-
 def _grown(array: np.ndarray, size: int, axis: int = 0) -> np.ndarray:
     """``array`` with room for at least ``size`` entries along ``axis`` (at least doubled, zeros appended)."""
     shape = list(array.shape)
@@ -608,17 +474,6 @@ def _beats(challenger: np.ndarray, default: np.ndarray, z: float) -> bool:
         return False
     diff = challenger[:n] - default[:n]
     return float(diff.mean()) > z * float(diff.std(ddof=1)) / math.sqrt(n)
-
-
-def rollout_view(game: Game, legal: list[int]) -> PublicView:
-    """The view of the seat to move in a simulated game, sharing the game's lists (rollout policies only read)."""
-    seat = game.current
-    return PublicView(
-        hand=game.hands[seat], hand_size=game.hand_sizes[seat], opponent_hand_size=game.hand_sizes[1 - seat],
-        deck_size=len(game.deck), discard=game.discard_counts, discard_size=len(game.discard), top=game.discard[-1],
-        active_colour=game.active_colour, pending_draw=game.pending_draw, to_move=True, legal_actions=legal,
-        events=[], outcome=None, encoder=encode_base,
-    )
 
 
 class OracleSearchPolicy(SearchPolicy):

@@ -1,9 +1,7 @@
 """The search player's compiled hot path (:mod:`agents.search`): root selection and the batch of simulations.
 
 * :func:`select_root`: UCB1 over the root's legal actions, each tried once first in a given order; or, given a
-  network's priors, PUCT. The one definition of the root's choice: the compiled loop below calls it, and so does
-  the Python simulation path of :class:`~agents.search.SearchPolicy` (deeper trees, Policy rollouts), once per
-  simulation.
+  network's priors, PUCT. The one definition of the root's choice, which the loop below calls.
 * :func:`run_root`: many simulations in one call, each a root choice, a compiled :func:`uno_env.core.simulate` in
   its world and the backup into the root's statistics. Python between simulations (a UCB pass, a kernel call per
   world and the bookkeeping) cost more than the simulation itself once the rollouts were compiled. When a network

@@ -45,6 +45,7 @@ LABELS = ("tests/test_labels_properties.py",)
 LIKELIHOOD = ("tests/test_opponent_likelihood.py",)
 ENSEMBLE = ("tests/test_ensemble.py",)
 GUIDED = ("tests/test_guided_search.py",)
+GUARD = ("tests/test_guided_search.py::test_the_networks_move_is_the_default",)
 RESUME = ("tests/test_evaluation_checkpoint.py",)
 SPECS = ("tests/test_specs_names.py",)
 CONSISTENCY = ("tests/test_consistency.py",)
@@ -137,14 +138,12 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("config", "no batch-within-rollout check", "train/config.py",
              (("if ppo.batch_size > rollout:", "if False:"),), CONFIG),
     # --- the search player
-    Mutation("search", "k-th world by the root's visit count", "agents/search.py",
-             (("game, uniform = worlds.get(int(root.visits[i]))", "game, uniform = worlds.get(k)"),), SEARCH, 17),
-    Mutation("search", "compiled: k-th world by the simulation's number", "agents/search_kernels.py",
-             (("        k = visits[i]\n", "        k = done % n_worlds\n"),), SEARCH),
+    Mutation("search", "k-th world by the simulation's number", "agents/search_kernels.py",
+             (("picks[0, 0], picks[0, 1] = i, visits[i]", "picks[0, 0], picks[0, 1] = i, done % n_worlds"),), SEARCH),
     Mutation("search", "no default-move guard", "agents/search.py",
-             (("if best != default and _beats(", "if best != default or _beats("),), SEARCH),
+             (("if best != default and _beats(", "if best != default or _beats("),), SEARCH + GUARD),
     Mutation("search", "guard's comparison reversed", "agents/search.py",
-             (("return float(diff.mean()) > z *", "return float(diff.mean()) < z *"),), SEARCH),
+             (("return float(diff.mean()) > z *", "return float(diff.mean()) < z *"),), SEARCH + GUARD),
     Mutation("search", "oracle determinizes with a shifted hand", "agents/search.py",
              (("np.tile(np.asarray(self.hidden_hand(), dtype=np.int64), (count, 1))",
                "np.tile(np.roll(np.asarray(self.hidden_hand(), dtype=np.int64), 1), (count, 1))"),), SEARCH),

@@ -42,14 +42,11 @@ class Recorder:
         return action
 
 
-@pytest.mark.parametrize(("belief", "rollout", "depth"), [
-    ("counting", "random", None), ("particles", "rule", 1), ("counting", "rule", None),
-])
-def test_plays_only_legal_moves_and_spends_exactly_its_simulations(belief, rollout, depth):
+@pytest.mark.parametrize(("belief", "rollout"), [("counting", "random"), ("particles", "rule"), ("counting", "rule")])
+def test_plays_only_legal_moves_and_spends_exactly_its_simulations(belief, rollout):
     for seed, opponent in ((1, RandomPolicy()), (2, RulePolicy())):
         for first in (0, 1):
-            player = Recorder(SearchPolicy(simulations=12, belief=belief, n_particles=64, rollout=rollout,
-                                           tree_depth=depth))
+            player = Recorder(SearchPolicy(simulations=12, belief=belief, n_particles=64, rollout=rollout))
             result = play_game((opponent, player), seed, first_player=first)  # raises on an illegal move
             assert result.decisions < 5000  # the game ended by the rules, not at play_game's cap (a draw)
             assert player.started == 1 and not player.acted_before_start
@@ -182,15 +179,18 @@ def test_registered_as_search_and_the_oracle_is_not_an_opponent():
     assert not any("oracle" in name for name in policy_names())
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"simulations": None, "time_ms": None}, {"simulations": 0}, {"time_ms": 0}, {"belief": "oracle"},
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"simulations": None, "time_ms": None}, "budget"), ({"simulations": 0}, "simulations"),
+    ({"time_ms": 0}, "time_ms"), ({"belief": "oracle"}, "belief"),
+    ({"rollout": RulePolicy()}, "rollout must be"), ({"rollout": "search"}, "rollout must be"),
+    ({"opponent_rollout": RandomPolicy()}, "opponent_rollout"), ({"opponent_rollout": "self"}, "opponent_rollout"),
 ])
-def test_rejects_bad_settings(kwargs):
-    with pytest.raises(ValueError):
+def test_rejects_bad_settings(kwargs, match):
+    with pytest.raises(ValueError, match=match):
         SearchPolicy(**kwargs)
 
 
-def _mean_root_value(rollout: RulePolicy | RandomPolicy, opponent_rollout: RulePolicy | RandomPolicy) -> float:
+def _mean_root_value(rollout: str, opponent_rollout: str) -> float:
     player = SearchPolicy(simulations=200, belief="counting", rollout=rollout, opponent_rollout=opponent_rollout,
                           keep_default_z=None)
     player.reset(0)
@@ -201,12 +201,12 @@ def _mean_root_value(rollout: RulePolicy | RandomPolicy, opponent_rollout: RuleP
 
 
 def test_each_seat_rolls_out_with_its_own_policy():
-    # Policy objects roll out in Python. The seat that plays rule against random wins most rollouts, so the
-    # searching seat's values show which of the two policies played its seat.
-    assert _mean_root_value(RulePolicy(), RandomPolicy()) > _mean_root_value(RandomPolicy(), RulePolicy()) + 0.15
+    # The seat that plays rule against random wins most rollouts, so the searching seat's values show which of the
+    # two policies played its seat.
+    assert _mean_root_value("rule", "random") > _mean_root_value("random", "rule") + 0.15
 
 
 def test_built_in_rollouts_per_seat_run_compiled():
     assert SearchPolicy(rollout="random", opponent_rollout="rule")._compiled_rollout == (RANDOM_POLICY, RULE_POLICY)
     assert SearchPolicy(rollout="rule", opponent_rollout="random")._compiled_rollout == (RULE_POLICY, RANDOM_POLICY)
-    assert SearchPolicy(rollout="rule", tree_depth=2)._compiled_rollout is None
+    assert SearchPolicy(rollout="random")._compiled_rollout == (RANDOM_POLICY, RANDOM_POLICY)
