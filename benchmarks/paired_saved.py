@@ -1,7 +1,7 @@
 """Two players' per-pair scores saved by separate runs on the same deals, compared pair by pair.
 
     python benchmarks/paired_saved.py --reference runs/base-12385.npz runs/base-12386.npz \
-        --player runs/world-12385.npz runs/world-12386.npz
+        --player runs/other-12385.npz runs/other-12386.npz
 
 Each file is a ``search_strength.py --save`` file holding one cell, or ``FILE#CELL`` names one cell of a file that
 holds several (the names ``np.load(FILE).files`` lists); the files of one side are taken in order and

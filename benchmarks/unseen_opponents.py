@@ -1,4 +1,4 @@
-"""Opponents no belief model knows, for measuring beliefs that are not told the opponent (issue 29, item 2).
+"""Opponents no belief model knows, for measuring beliefs that are not told the opponent.
 
 Importing this module registers them by name (:func:`uno_env.policy.register_policy`):
 
