@@ -9,6 +9,7 @@ and do not depend on how the games are spread over worker processes.
 from __future__ import annotations
 
 import json
+import re
 import zipfile
 from pathlib import Path
 
@@ -120,10 +121,13 @@ def test_rule_beats_random():
 
 
 def test_bad_opponent_spec_is_a_clear_error():
-    with pytest.raises(ValueError, match="unknown player 'rulez'") as raised:
+    with pytest.raises(ValueError, match=r"unknown player 'rulez': not a policy name \(did you mean 'rule'\?\)") \
+            as raised:
         evaluate("rule", ["random", "rulez"], pairs=1, workers=1)
-    listed = str(raised.value).split("expected a policy name (", 1)[1].split(")", 1)[0].split(", ")
+    listed = str(raised.value).split("the names are ", 1)[1].split("; ", 1)[0].split(", ")
     assert {"random", "rule"} <= set(listed) and "module:attribute" in str(raised.value)
+    with pytest.raises(ValueError, match="^runs/none/best_model.zip: no such file or folder$"):
+        evaluate("rule", ["runs/none/best_model.zip"], pairs=1, workers=1)
     with pytest.raises(ValueError, match="cannot import player"):
         evaluate("rule", ["uno_env.opponents:Nobody"], pairs=1, workers=1)
     with pytest.raises(ValueError, match="pairs must be at least 1"):
@@ -165,7 +169,7 @@ def test_cli_takes_a_checkpoint_or_a_run_folder(checkpoints: dict[str, Path], tm
 
 def test_cli_errors(checkpoints: dict[str, Path], capsys: pytest.CaptureFixture[str]):
     assert main(["rule", "--opponents", "nobody", "--pairs", "1", "--workers", "1"]) == 2
-    assert "uno-evaluate: error: unknown player 'nobody'" in capsys.readouterr().err
+    assert "uno-evaluate: error: --opponents nobody: not a policy name;" in capsys.readouterr().err
     assert main([str(checkpoints["plain"]), "--pairs", "1", "--workers", "1"]) == 2
     assert f"{checkpoints['plain']} has no {SETTINGS_MEMBER}" in capsys.readouterr().err
     for argv in (["rule", "random"], ["rule", "--pairs", "0"]):
@@ -203,6 +207,18 @@ def test_tournament_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     assert json.loads(out.read_text()) == json.loads(json.dumps(expected.to_dict()))
 
 
+def test_the_tournament_table_explains_its_anchor_and_its_cells():
+    result = round_robin(["rule", Lowest(), "random"], pairs=4, seed=1, workers=1, bootstrap=20)
+    table = format_tournament(result)
+    assert "+0 .. +0" not in table and result.to_dict()["anchor"] == "random"
+    rows = {line.split(" | ")[1]: line for line in table.split("\n\n")[0].splitlines()[2:]}
+    assert rows["random"].split(" | ")[2:4] == ["+0", "anchor"]
+    assert re.search(r"^\| \d \| rule \| \+\d+ \| [+-]\d+ \.\. [+-]\d+ \|", rows["rule"])
+    captions = [part for part in table.split("\n\n") if not part.startswith("|")]
+    assert len(captions) == 2 and "relative to random, which is 0 by definition" in captions[0]
+    assert "the row player's score against the column player over 8 games" in captions[1]
+
+
 def test_tournament_needs_distinct_players():
     with pytest.raises(ValueError, match="at least 2 players"):
         round_robin(["rule"], pairs=1, workers=1)
@@ -223,7 +239,7 @@ def test_checkpoint_settings(checkpoints: dict[str, Path]):
     settings = read_settings(checkpoints["none"])
     assert settings.pop("policy") == {"class": "MaskableActorCriticPolicy", "net_arch": {"pi": [16], "vf": [16]},
                                       "activation": "Tanh", "ortho_init": True, "share_features_extractor": True}
-    assert settings == {"belief": "none", "steps": 64, "config": "test", "observation_size": 294, "privileged_size": 0}
+    assert settings == {"belief": "none", "steps": 64, "config": "test", "observation_size": 294}
     counting = read_settings(checkpoints["counting"])
     assert counting["belief"] == "counting" and counting["observation_size"] > 294
     with pytest.raises(ValueError, match="settings\\['belief'\\]"):

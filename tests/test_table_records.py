@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from rich.console import Console
 
 from train.cli import evaluate
 from train.evaluation.matches import deal_seeds
+from train.table import records
 from train.table.moves import Move, Reply, parse_colour, parse_move
 from train.table.records import GameRecord, load_record, positions, record_match, seed_start, start_scenario
 from train.table.replay import replay
@@ -91,6 +93,48 @@ def test_a_damaged_record_is_refused_with_the_reason(tmp_path, damage, message):
         load_record(path)
 
 
+def _flip(winner: str) -> str:
+    return {"agent": "opponent", "opponent": "agent", "draw": "agent"}[winner]
+
+
+@pytest.mark.parametrize(("damage", "message"), [
+    (lambda d: d.update(winner=_flip(d["winner"])), r"the events end the game at event {n} \(.+\) with {won} winning, "
+                                                    r"but the record says {lost} winning$"),
+    (lambda d: d.update(winner=None), r"the events end the game at event {n} \(.+\) with {won} winning, but the "
+                                      r"record says no winner$"),
+    (lambda d: d.update(events=d["events"][:-1]), r"the record says {won} winning, but after its last event, "
+                                                  r"event {cut} \(.+\), the game goes on: events are missing$"),
+    (lambda d: d.update(events=d["events"][:10]), r"\"hidden\".\"drawn\" holds more draws than the 10 events make: "
+                                                  r"the events are cut short$"),
+])
+def test_a_record_its_events_do_not_reproduce_is_refused_naming_the_file_and_the_event(tmp_path, damage, message):
+    _, record = record_match((RulePolicy(), RandomPolicy()), 5, 0, names=["rule", "random"])
+    data = record.to_dict()
+    assert data["winner"] in ("agent", "opponent") and data["events"][-1]["kind"] == "play"
+    assert sum(event["kind"] == "draw" for event in data["events"][:10]) < len(data["hidden"]["drawn"])
+    won = record.players[("agent", "opponent").index(data["winner"])]
+    damage(data)
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(data))
+    expected = message.format(n=len(record.events), cut=len(record.events) - 1, won=won,
+                              lost=({"rule", "random"} - {won}).pop())
+    with pytest.raises(ValueError, match=f"^{path}: {expected}"):
+        load_record(path)
+
+
+def test_a_drawn_record_may_stop_before_the_game_ends_only_at_the_decision_limit(monkeypatch):
+    table = TableGame([RulePolicy(), RandomPolicy()], ["rule", "random"], 8)
+    for _ in range(12):
+        table.step_policy()
+    assert not table.game.done
+    data = {**table.record().to_dict(), "winner": "draw"}  # a harness that stopped the game here
+    monkeypatch.setattr(records, "DECISION_LIMIT", 12)
+    assert GameRecord.from_dict(data).winner == "draw"
+    monkeypatch.setattr(records, "DECISION_LIMIT", 13)
+    with pytest.raises(ValueError, match="the record says a draw, but after its last event"):
+        GameRecord.from_dict(data)
+
+
 def test_not_json_is_refused(tmp_path):
     path = tmp_path / "x.json"
     path.write_text("{not json")
@@ -103,7 +147,7 @@ def test_uno_evaluate_save_games_writes_one_replayable_record_per_game(tmp_path,
                             "--save-games", str(tmp_path / "games")])
     assert status == 0
     files = sorted((tmp_path / "games").glob("*.json"))
-    assert [f.name for f in files] == [f"rule-vs-random-pair{i:05d}-{s}.json" for i in range(2) for s in "ab"]
+    assert [f.name for f in files] == [f"rule-vs-random-seed0-pair{i:05d}-{s}.json" for i in range(2) for s in "ab"]
     seeds, firsts = deal_seeds(0, 2)
     for path in files:
         record = load_record(path)
@@ -111,6 +155,34 @@ def test_uno_evaluate_save_games_writes_one_replayable_record_per_game(tmp_path,
         assert record.seed == seeds[pair] and record.first_player == ("agent", "opponent")[firsts[pair]]
         assert record.players == (("rule", "random") if seats == "a" else ("random", "rule"))
     assert "| rule | random | 4 |" in capsys.readouterr().out
+
+
+def test_uno_evaluate_save_games_never_replaces_a_record(tmp_path, capsys):
+    folder = tmp_path / "games"
+    command = ["rule", "--opponents", "random", "--pairs", "1", "--workers", "1", "--no-progress",
+               "--save-games", str(folder)]
+    for seed in ("3", "4", "4"):
+        assert evaluate.main([*command, "--seed", seed]) == 0
+    capsys.readouterr()
+    names = sorted(path.name for path in folder.iterdir())
+    assert names == sorted(f"rule-vs-random-seed{seed}-pair00000-{seats}.json"
+                           for seed, seats in (("3", "a"), ("3", "b"), ("4", "a"), ("4", "a-2"), ("4", "b"),
+                                               ("4", "b-2")))
+    seeds = {path.name: load_record(path).seed for path in folder.iterdir()}
+    assert seeds["rule-vs-random-seed3-pair00000-a.json"] == deal_seeds(3, 1)[0][0]
+    assert seeds["rule-vs-random-seed4-pair00000-a.json"] == seeds["rule-vs-random-seed4-pair00000-a-2.json"] \
+        == deal_seeds(4, 1)[0][0]
+
+
+def test_a_record_never_replaces_a_file_even_with_writers_racing(tmp_path):
+    _, record = record_match((RulePolicy(), RandomPolicy()), 3, 0)
+    (tmp_path / "game.json").write_text("someone else's file")
+    with ThreadPoolExecutor(8) as pool:
+        written = list(pool.map(lambda _: record.save(tmp_path / "game.json"), range(8)))
+    assert sorted(path.name for path in written) == sorted(f"game-{k}.json" for k in range(2, 10))
+    assert (tmp_path / "game.json").read_text() == "someone else's file"
+    assert all(load_record(path).to_dict() == record.to_dict() for path in written)
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(["game.json", *(p.name for p in written)])
 
 
 def test_save_games_is_refused_for_a_tournament(capsys, tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agents.ppo import PPOPolicy, read_settings
 from agents.shipped import shipped_names
-from train.specs import CHECKPOINT_NAMES, MODELS_DIR, checkpoint_path, import_policy, label
+from train.specs import checkpoint_path, import_policy, label, unknown_player
 from uno_env.belief import BeliefKind
 from uno_env.policy import Policy, make_policy, needs_of, policy_names
 
@@ -24,10 +24,7 @@ def resolve_policy(spec: str | Policy, deterministic: bool = True) -> Policy:
         return PPOPolicy.load(path, deterministic=deterministic, name=label(spec))
     if ":" in spec:
         return import_policy(spec)
-    raise ValueError(
-        f"unknown player {spec!r}: expected a policy name ({', '.join(policy_names())}), a checkpoint "
-        f".zip, a folder holding {' or '.join(CHECKPOINT_NAMES)}, a folder under {MODELS_DIR}, "
-        "or module:attribute")
+    raise ValueError(unknown_player(spec))
 
 
 def spec_belief(spec: str | Policy) -> BeliefKind:

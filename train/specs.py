@@ -14,6 +14,7 @@ Nothing here loads torch, so a config names its players cheaply; :mod:`train.pol
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import inspect
 import typing
@@ -40,7 +41,12 @@ def checkpoint_path(spec: str) -> Path | None:
 
 
 def validate_spec(spec: str) -> str | None:
-    """Why ``spec`` cannot name a player, or None when it can (cheap: loads no checkpoint, calls nothing)."""
+    """Why ``spec`` cannot name a player, or None when it can (cheap: loads no checkpoint, calls nothing).
+
+    The reason does not repeat the spec (callers put it in front): a mistyped name gets the closest policy name
+    and the list of them; a path that does not exist, a folder without a checkpoint and a file that is not one
+    are each said to be so.
+    """
     if spec in policy_names() or checkpoint_path(spec) is not None:
         return None
     if ":" in spec:
@@ -49,8 +55,35 @@ def validate_spec(spec: str) -> str | None:
         except ValueError as error:
             return str(error)
         return None
-    return (f"not a policy name ({', '.join(policy_names())}), a checkpoint, a model folder, "
-            "or module:attribute")
+    return _not_a_player(spec)
+
+
+def unknown_player(spec: str) -> str:
+    """The message for a spec that names no player (``module:attribute`` aside): what is wrong with it, naming it."""
+    reason = _not_a_player(spec)
+    named_a_file = _looks_like_a_path(spec) or Path(spec).exists()
+    return f"{spec}: {reason}" if named_a_file else f"unknown player {spec!r}: {reason}"
+
+
+def _not_a_player(spec: str) -> str:
+    path = Path(spec)
+    if path.is_dir():
+        return (f"the folder holds no {' or '.join(CHECKPOINT_NAMES)} (a run folder has best_model.zip once its "
+                "first evaluation ran)")
+    if path.exists():
+        return "not a checkpoint (a .zip file saved by uno-train)"
+    if _looks_like_a_path(spec):
+        return "no such file or folder"
+    names = policy_names()
+    close = difflib.get_close_matches(spec, names, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return (f"not a policy name{hint}; the names are {', '.join(names)}; a player may also be a checkpoint .zip, "
+            "a run or model folder, or module:attribute")
+
+
+def _looks_like_a_path(spec: str) -> bool:
+    """Whether ``spec`` was meant as a file or folder rather than a name (a separator, a .zip, a leading dot)."""
+    return "/" in spec or "\\" in spec or spec.endswith(".zip") or spec.startswith((".", "~"))
 
 
 def label(spec: str | Policy) -> str:

@@ -1,20 +1,24 @@
-"""``uno-evaluate`` / ``python -m train.cli.evaluate``: win rates against opponents, or a round-robin tournament.
+"""Win rates of a player against opponents, or a round-robin tournament (uno-evaluate).
 
-    uno-evaluate runs/default-.../ --opponents random rule --pairs 500
-    uno-evaluate search-q-none --opponents random rule search-q-particles --workers 2 --json out.json
-    uno-evaluate --tournament random rule search-q-none search-q-particles --pairs 200
-    uno-evaluate search-q-ensemble --opponents rule --pairs 20 --save-games games/   # then: uno-play --replay FILE
-    uno-evaluate search-q-none --pairs 20000 --address HEAD_IP:6379   # deal pairs spread over a Ray cluster
-    uno-evaluate search-guided --opponents rule --pairs 2000 --checkpoint eval-guided/   # an hour: resumable
+examples:
+  uno-evaluate runs/default-20261128-101500 --opponents random rule --pairs 500
+  uno-evaluate search-q-none --opponents random rule search-q-particles --json out.json
+  uno-evaluate --tournament random rule search-q-none search-q-particles --pairs 200
+  uno-evaluate search-q-ensemble --opponents rule --pairs 20 --save-games games/   # then: uno-play --replay FILE
+  uno-evaluate search-q-none --pairs 20000 --address HEAD_IP:6379   # deal pairs spread over a Ray cluster
+  uno-evaluate search-guided --opponents rule --pairs 2000 --checkpoint eval-guided/   # an hour: resumable
 
-Games, pairing and intervals: :mod:`train.evaluation.matches`; ratings: :mod:`train.evaluation.tournament`.
-With ``--address`` the games run as Ray tasks on the cluster's cores (:mod:`train.evaluation.distributed`), with
-the same results as on this machine's processes; checkpoints and ``--save-games`` must then be on storage every
-machine sees.
+A player is a policy name (random, rule, search, a shipped agent such as search-q-ensemble), a checkpoint .zip,
+a run or model folder, or module:attribute naming a Policy. Each deal pair is one deal played twice with the
+seats swapped; every opponent meets the same deals, all derived from --seed, so a result is reproducible and
+does not depend on --workers. The 95% intervals are paired t-intervals over deal pairs (Wilson's over games
+where t is not trustworthy). A tournament rates the players by Bradley-Terry on the Elo scale, relative to
+random.
 
-With ``--checkpoint DIR`` every chunk of deal pairs is kept in ``DIR`` as it finishes
-(:mod:`train.evaluation.pair_store`); after a Ctrl-C, a SIGTERM, a kill or a reboot the same command plays only the
-pairs that are missing and prints what an uninterrupted run would have. Ctrl-C and SIGTERM end the command with
+With --address the games run as Ray tasks on the cluster's cores, with the same results as on this machine;
+--checkpoint and --save-games must then be on storage every machine sees. With --checkpoint DIR every chunk of
+deal pairs is kept in DIR as it finishes: after a Ctrl-C, a SIGTERM, a kill or a reboot the same command plays
+only the missing pairs and prints what an uninterrupted run would have. Ctrl-C and SIGTERM end the command with
 status 130.
 """
 
@@ -34,7 +38,10 @@ from train.cli.destinations import file_problem, folder_problem
 from train.evaluation.matches import evaluate, format_table
 from train.evaluation.tournament import format_tournament, round_robin
 from train.interrupts import keeping_interrupts, terminate_as_interrupt
-from train.specs import checkpoint_path
+from train.specs import checkpoint_path, validate_spec
+
+#: The seed of the deals behind the published win rates (the model cards and the results page).
+PUBLISHED_SEED = 12346
 
 
 def _agent_spec(spec: str) -> str:
@@ -49,24 +56,32 @@ def _agent_spec(spec: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``uno-evaluate``: print win rates of a player against opponents, or a round-robin tournament."""
-    parser = argparse.ArgumentParser(prog="uno-evaluate", description=__doc__.split("\n\n")[0],
+    description, epilog = __doc__.split("\n\n", 1)
+    parser = argparse.ArgumentParser(prog="uno-evaluate", description=description, epilog=epilog,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("players", nargs="+",
+    parser.add_argument("players", nargs="+", metavar="PLAYER",
                         help="the agent to evaluate (or, with --tournament, every player): a policy name, "
                              "a checkpoint .zip, a model or run folder, or module:attribute")
-    parser.add_argument("--opponents", nargs="+", default=["random", "rule"], help="default: random rule")
+    parser.add_argument("--opponents", nargs="+", default=["random", "rule"], metavar="PLAYER",
+                        help="the agent's opponents (default: random rule)")
     parser.add_argument("--tournament", action="store_true",
                         help="play a round robin between all players and rate them (Bradley-Terry, Elo scale)")
-    parser.add_argument("--pairs", type=int, default=500, help="deal pairs per matchup (2 games each)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--pairs", type=int, default=500,
+                        help="deal pairs per matchup, 2 games each (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help=f"the seed every deal derives from (default: %(default)s; the published results use "
+                             f"--seed {PUBLISHED_SEED} with --pairs 2000)")
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default: all cores)")
-    parser.add_argument("--address", help="play the games as tasks of the Ray cluster at HOST:PORT ('local': start "
-                                          "Ray on this machine); --workers then defaults to the cluster's CPUs")
-    parser.add_argument("--n-particles", type=int, default=200, help="particles for belief='particles' players")
+    parser.add_argument("--address", metavar="HOST:PORT",
+                        help="play the games as tasks of the Ray cluster at HOST:PORT ('local': start Ray on this "
+                             "machine); --workers then defaults to the cluster's CPUs")
+    parser.add_argument("--n-particles", type=int, default=200,
+                        help="particles for belief='particles' players (default: %(default)s)")
     parser.add_argument("--stochastic", action="store_true", help="checkpoints sample actions instead of argmax")
-    parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the results to this JSON file")
     parser.add_argument("--save-games", type=Path, metavar="DIR",
-                        help="save every game's record (JSON, replay with uno-play --replay) in DIR")
+                        help="save every game's record (JSON, replay with uno-play --replay) in DIR; a record never "
+                             "replaces a file there")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress bar (it is drawn on standard error, and only on a terminal)")
     parser.add_argument("--checkpoint", type=Path, metavar="DIR",
@@ -95,6 +110,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("give one agent (or --tournament for several players)")
     if args.address and importlib.util.find_spec("ray") is None:
         parser.error("--address needs Ray, which is not installed; install the tune extra: pip install 'uno-rl[tune]'")
+    named = [("", spec) for spec in args.players]
+    if not args.tournament:
+        named = [("", _agent_spec(args.players[0]))] + [("--opponents ", spec) for spec in args.opponents]
+    for option, spec in named:  # every player checked before any game: a typo is not found after an hour
+        problem = validate_spec(spec)
+        if problem:
+            print(f"uno-evaluate: error: {option}{spec}: {problem}", file=sys.stderr)
+            return 2
     executor: Executor | None = None
     previous = signal.signal(signal.SIGTERM, terminate_as_interrupt)  # from here on: a SIGTERM is a Ctrl-C (130)
     try:

@@ -1,16 +1,17 @@
-"""``uno-play``: play UNO against any player, watch two players, replay a saved game, or open the browser table.
+"""Play UNO against any player, watch two players, replay a saved game, or open the browser table (uno-play).
 
-    uno-play                                    # a match of 3 games against the rule-based player
-    uno-play --opponent search-q-ensemble --games 5 --show-belief --save-games games/
-    uno-play --replay games/uno-play-5.json --show-belief
-    uno-play --watch rule search --pace 0.5 [--hide-hands]
-    uno-play --web [--port 8000]                # the table in your browser, at http://127.0.0.1:8000/
+examples:
+  uno-play                                    # a match of 3 games against the rule-based player
+  uno-play --opponent search-q-ensemble --games 5 --show-belief --save-games games/
+  uno-play --replay games/uno-play-5.json --show-belief
+  uno-play --watch rule search --pace 0.5 [--hide-hands]
+  uno-play --web [--port 8000]                # the table in your browser, at http://127.0.0.1:8000/
 
-Players (``--opponent``, ``--watch``) are specs of :mod:`train.specs`, as in ``uno-evaluate``: a registered
-name (``random``, ``rule``, ``search``, ...), a checkpoint (a ``.zip``, a run folder, a shipped agent such as
-``search-q-ensemble``), or ``module:attribute`` naming a Policy object, class or factory (a function annotated
-to return a Policy class; nothing is called to check it). ``--seed`` replays the same deals; without it a seed is
-picked and printed. The programs themselves live in :mod:`train.table`.
+A player (--opponent, --watch) is named as in uno-evaluate: a policy name (random, rule, search, ...), a
+checkpoint (a .zip, a run folder, a shipped agent such as search-q-ensemble), or module:attribute naming a
+Policy object, class or factory (a function annotated to return a Policy class; nothing is called to check it).
+--seed replays the same deals; without it a seed is picked and printed. A saved game never replaces another
+file: a second game of the same name is saved as NAME-2.json, and so on.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import numpy as np
 
 from train.cli.destinations import folder_problem
 from train.policies import resolve_policy
-from train.specs import label
+from train.specs import label, validate_spec
 from train.table.records import load_record
 from train.table.replay import replay
 from train.table.terminal import TerminalGame
@@ -39,9 +40,9 @@ MAX_PACE = 3600.0
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``uno-play``."""
-    parser = argparse.ArgumentParser(prog="uno-play", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog=__doc__.split("\n\n", 1)[1])
+    description, epilog = __doc__.split("\n\n", 1)
+    parser = argparse.ArgumentParser(prog="uno-play", description=description, epilog=epilog,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     player_help = ("a registered name (" + ", ".join(policy_names()) + ", ...), a checkpoint .zip or run folder, "
                    "or module:attribute naming a Policy object, a Policy class, or a function annotated to return one")
     modes = parser.add_mutually_exclusive_group()
@@ -65,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _player(parser: argparse.ArgumentParser, option: str, spec: str) -> Policy:
+    problem = validate_spec(spec)
+    if problem:
+        parser.error(f"{option} {spec}: {problem}")
     try:
         return resolve_policy(spec)
     except (ValueError, TypeError) as err:

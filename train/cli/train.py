@@ -1,15 +1,16 @@
-"""``uno-train`` / ``python -m train``: train MaskablePPO on UNO from a YAML config.
+"""Train an UNO agent from a YAML config (uno-train, or python -m train).
 
-    uno-train                                   # configs/default.yaml -> runs/default-<time>/
-    uno-train search-values                     # a shipped config by name (from any folder after pip install)
-    uno-train configs/medium.yaml --run-dir runs/medium
-    uno-train configs/default.yaml --set seed=3 --set env.belief=counting
-    uno-train --resume runs/medium              # continue from the last checkpoint
-    uno-train --resume runs/medium --set total_timesteps=2000000   # ... and train longer
-    uno-train configs/expert-iteration.yaml --address HEAD_IP:6379  # label on a Ray cluster (`ray start --head`)
+examples:
+  uno-train                                  # the default config -> runs/default-<date-time>/
+  uno-train expert-iteration                 # a shipped config, by name, from any folder
+  uno-train my-config.yaml --run-dir runs/mine
+  uno-train default --set seed=3 --set expert_iteration.games=8000
+  uno-train --resume runs/mine               # continue a stopped run from its last checkpoint
+  uno-train expert-iteration --address HEAD_IP:6379   # label on a Ray cluster (ray start --head)
 
-The run folder's layout is described in :mod:`train.training.trainer`; the config keys in
-:mod:`train.config` and ``configs/default.yaml``.
+A run writes everything to its folder: the resolved config (config.yaml), checkpoints, TensorBoard logs (tb/),
+expert iteration's generations, the run's model (best_model.zip) and its final evaluation. Ctrl-C or SIGTERM saves a checkpoint and prints the
+command that continues the run. Every config key, with its default, is in the shipped default config.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from train.config import ConfigError, load_config
 from train.interrupts import keeping_interrupts, terminate_as_interrupt
-from train.shipped import find_config
+from train.shipped import config_listing, find_config
 from train.training.trainer import TrainingInterrupted, train
 
 DEFAULT_CONFIG = "configs/default.yaml"
@@ -37,20 +38,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Ctrl-C or SIGTERM saves a checkpoint, stops the workers and prints the ``--resume`` command (status 130).
     """
-    parser = argparse.ArgumentParser(prog="uno-train", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    description, epilog = __doc__.split("\n\n", 1)
+    epilog += "\n" + config_listing()
+    parser = argparse.ArgumentParser(prog="uno-train", description=description, epilog=epilog,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config", nargs="?",
-                        help=f"YAML config, or the name of a shipped one (default: {DEFAULT_CONFIG}, from "
-                             "the current folder if it has one, else the shipped default)")
+                        help=f"a YAML config file, or the name of a shipped config (default: {DEFAULT_CONFIG} "
+                             "if the current folder has one, else the shipped default)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config key, e.g. --set ppo.learning_rate=1e-4 (repeatable)")
     parser.add_argument("--run-dir", type=Path, help="the run folder (default: RUNS_ROOT/<name>-<date-time>)")
-    parser.add_argument("--runs-root", type=Path, default=Path("runs"), help="where new run folders go")
+    parser.add_argument("--runs-root", type=Path, default=Path("runs"),
+                        help="where new run folders go (default: runs)")
     parser.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue this run from its last checkpoint")
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no final table")
     parser.add_argument("--address", metavar="HOST:PORT",
-                        help="label the warm start's shards as tasks of the Ray cluster at HOST:PORT ('local': start "
-                             "Ray on this machine); default: eval.workers local processes")
+                        help="label expert iteration's shards as tasks of the Ray cluster at HOST:PORT ('local': "
+                             "start Ray on this machine); default: eval.workers local processes")
     args = parser.parse_args(argv)
     if args.address and importlib.util.find_spec("ray") is None:
         parser.error("--address needs Ray, which is not installed; install the tune extra: pip install 'uno-rl[tune]'")

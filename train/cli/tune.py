@@ -1,15 +1,18 @@
-"""``uno-tune`` / ``python -m train.cli.tune``: hyperparameter sweeps and multi-seed ablations on Ray Tune.
+"""Hyperparameter sweeps and multi-seed comparisons of uno-train configs on Ray Tune (uno-tune).
 
-    uno-tune configs/sweeps/smoke.yaml                       # local Ray on this machine
-    uno-tune configs/sweeps/default-lr-epochs.yaml --samples 24 --json lr.json
-    ray start --head --num-cpus 8                            # then, from any machine of the cluster:
-    uno-tune configs/sweeps/default-lr-epochs.yaml --address HEAD_IP:6379 --out /shared/sweeps/lr
-    uno-tune --resume runs/sweeps/default-lr-epochs-20261123-101500  # continue a killed sweep
+examples:
+  uno-tune SWEEP                                 # a shipped sweep by name (or a sweep file), local Ray
+  uno-tune my-sweep.yaml --samples 24 --json trials.json
+  ray start --head --num-cpus 8                  # then, from any machine of the cluster:
+  uno-tune my-sweep.yaml --address HEAD_IP:6379 --out /shared/sweeps/mine
+  uno-tune --resume runs/sweeps/my-sweep-20261123-101500   # continue a stopped sweep
 
-The sweep file is described in :mod:`train.sweeps.config`; the trials, the sweep folder and the best config in
-:mod:`train.sweeps.tune`. On a cluster of several machines, ``--out`` must be on storage every machine sees
-(NFS), as Ray Tune requires for its experiment folder, and so must the checkpoints a config names. Exit status 2
-on a bad sweep file or an unreachable ``--address``.
+A sweep file names a base training config, the keys to search and how (Optuna or a grid, with or without early
+stopping), the metric (the mean win rate of the evaluations during training) and the CPUs per trial; the
+shipped sweeps are examples. The sweep folder holds each trial's run folder, trials.json and the best config
+(best.yaml). On a cluster of several machines --out must be on storage every machine sees (NFS), and so must
+the checkpoints a config names. Exit status 2 on a bad sweep file or an unreachable --address; Ctrl-C or SIGTERM
+stops the trials (each saves a checkpoint) and prints the command that continues the sweep (status 130).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any
 from agents.files import write_text
 from train.cli.destinations import file_problem, folder_problem
 from train.config import ConfigError
+from train.shipped import config_listing, find_config
 from train.sweeps.config import load_sweep, save_sweep
 from train.sweeps.report import comparison_table, print_trials
 from train.sweeps.tune import run_sweep
@@ -73,13 +77,16 @@ class _GracefulStop:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the command line, check the sweep, run it on Ray, print and write the results."""
-    parser = argparse.ArgumentParser(prog="uno-tune", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    parser.add_argument("config", nargs="?", type=Path, help="the sweep file (YAML; see train/sweeps/config.py)")
-    parser.add_argument("--address", help="join the Ray cluster at HOST:PORT (default: start Ray on this machine)")
+    description, epilog = __doc__.split("\n\n", 1)
+    epilog += "\n" + config_listing("sweeps")
+    parser = argparse.ArgumentParser(prog="uno-tune", description=description, epilog=epilog,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("config", nargs="?", metavar="SWEEP", help="a sweep file (YAML), or a shipped sweep's name")
+    parser.add_argument("--address", metavar="HOST:PORT",
+                        help="join the Ray cluster at HOST:PORT (default: start Ray on this machine)")
     parser.add_argument("--samples", type=int, help="trials (Optuna) or repetitions of the grid; replaces `trials`")
     parser.add_argument("--out", type=Path, help="the sweep folder (default: runs/sweeps/<name>-<date-time>)")
-    parser.add_argument("--json", type=Path, help="also write the trials (trials.json) to this file")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the trials (trials.json) to this file")
     parser.add_argument("--resume", type=Path, metavar="SWEEP_DIR", help="continue this sweep where it stopped")
     args = parser.parse_args(argv)
     if args.resume and (args.config or args.out or args.samples):
@@ -108,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise ConfigError(f"--resume {args.resume}: not a sweep folder (it has no sweep.yaml)")
             sweep, sweep_dir = load_sweep(args.resume / "sweep.yaml"), args.resume
         else:
-            sweep = load_sweep(args.config, args.samples)
+            sweep = load_sweep(find_config(args.config, "sweeps"), args.samples)
             sweep_dir = args.out or Path("runs/sweeps") / f"{sweep.name}-{time.strftime('%Y%m%d-%H%M%S')}"
             if sweep_dir.exists() and any(sweep_dir.iterdir()):
                 raise ConfigError(f"sweep folder {sweep_dir} already exists and is not empty; use --resume "

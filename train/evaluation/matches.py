@@ -156,12 +156,13 @@ def _ended(pid: int) -> bool:
 
 
 def _play_chunk(agent: Player, opponent: Player, seeds: np.ndarray, firsts: np.ndarray,
-                n_particles: int, deterministic: bool, save_games: Path | None = None,
+                n_particles: int, deterministic: bool, save_as: Path | None = None,
                 first_pair: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Play deal pairs; returns the agent's scores and the game lengths, each (len(seeds), 2).
 
-    With ``save_games``, each game's record (:mod:`train.table.records`) is saved there, named by the matchup,
-    the deal pair's number (``first_pair`` is the number of this chunk's first pair) and a/b for the seats.
+    With ``save_as`` (a folder and the start of a name), each game's record (:mod:`train.table.records`) is saved
+    as ``save_as`` followed by the deal pair's number (``first_pair`` is the number of this chunk's first pair) and
+    a/b for the seats; a record never replaces a file (:meth:`~train.table.records.GameRecord.save`).
     """
     agent_policy = _policy(agent, 0, deterministic)
     opponent_policy = _policy(opponent, 1, deterministic)
@@ -170,14 +171,13 @@ def _play_chunk(agent: Player, opponent: Player, seeds: np.ndarray, firsts: np.n
     for i, (seed, first) in enumerate(zip(seeds, firsts, strict=True)):
         for game, (seats, agent_seat) in enumerate((((agent_policy, opponent_policy), 0),
                                                     ((opponent_policy, agent_policy), 1))):
-            if save_games is None:
+            if save_as is None:
                 result = play_game(seats, int(seed), first_player=int(first), n_particles=n_particles)
             else:
                 specs = (agent, opponent) if agent_seat == 0 else (opponent, agent)
                 result, record = record_match(seats, int(seed), int(first), [label(s) for s in specs],
                                               n_particles=n_particles)
-                matchup = f"{label(agent)}-vs-{label(opponent)}"
-                record.save(save_games / f"{matchup}-pair{first_pair + i:05d}-{'ab'[game]}.json")
+                record.save(save_as.with_name(f"{save_as.name}-pair{first_pair + i:05d}-{'ab'[game]}.json"))
             scores[i, game] = 0.5 if result.winner == -1 else float(result.winner == agent_seat)
             lengths[i, game] = result.decisions
     return scores, lengths
@@ -240,7 +240,8 @@ def run_matches(matchups: Sequence[tuple[Player, Player]], pairs: int, seed: int
     Games go to ``executor`` if given, else to a pool of ``workers`` processes (default: all
     cores; 1 plays in this process). The results do not depend on how games are spread.
     ``progress`` shows a progress bar of deal pairs on standard error (tqdm; only on a terminal).
-    ``save_games`` is a folder (created if missing) that receives every game's record as JSON.
+    ``save_games`` is a folder (created if missing) that receives every game's record as JSON, named by the matchup,
+    ``seed`` and the deal pair (``rule-vs-random-seed0-pair00000-a.json``); a name already taken gets a number.
     ``checkpoint`` is a folder that keeps every chunk of deal pairs as it is played
     (:class:`~train.evaluation.pair_store.PairStore`): the same call again plays only the pairs it does not hold,
     and gives the results an uninterrupted call would have.
@@ -264,6 +265,8 @@ def run_matches(matchups: Sequence[tuple[Player, Player]], pairs: int, seed: int
     if store is not None:
         size = min(size, CHECKPOINT_CHUNK)
     chunks = [(m, lo, hi) for m in range(len(matchups)) for lo, hi in _runs(np.flatnonzero(~done[m]), size)]
+    save_as = [None if save_games is None else save_games / f"{label(a)}-vs-{label(o)}-seed{seed}"
+               for a, o in matchups]
 
     def finish(m: int, lo: int, hi: int, part: tuple[np.ndarray, np.ndarray]) -> None:
         scores[m, lo:hi], lengths[m, lo:hi] = part
@@ -278,13 +281,13 @@ def run_matches(matchups: Sequence[tuple[Player, Player]], pairs: int, seed: int
             for m, lo, hi in chunks:
                 a, o = matchups[m]
                 finish(m, lo, hi, _play_chunk(a, o, seeds[lo:hi], firsts[lo:hi], n_particles, deterministic,
-                                              save_games, lo))
+                                              save_as[m], lo))
         elif chunks:
             own = executor is None
             pool = make_executor(workers) if own else executor
             try:
                 futures = {pool.submit(_play_chunk, *matchups[m], seeds[lo:hi], firsts[lo:hi], n_particles,
-                                       deterministic, save_games, lo): (m, lo, hi) for m, lo, hi in chunks}
+                                       deterministic, save_as[m], lo): (m, lo, hi) for m, lo, hi in chunks}
                 for future in as_finished(futures, stop=lambda: worker_lost(pool)):
                     finish(*futures[future], future.result())
                 if not all(future.done() for future in futures):  # stopped early: a worker died

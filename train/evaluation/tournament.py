@@ -31,10 +31,12 @@ class TournamentResult:
     matches: list[MatchResult]  # one per unordered pair (i < j), agent = players[i]
     ratings: np.ndarray
     rating_ci: np.ndarray  # (n_players, 2)
+    anchor: int = 0  # the player rated 0 by definition (random if it plays, else the first)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready summary."""
-        return {"players": self.players, "matches": [m.to_dict() for m in self.matches],
+        return {"players": self.players, "anchor": self.players[self.anchor],
+                "matches": [m.to_dict() for m in self.matches],
                 "ratings": {p: {"elo": float(r), "ci_low": float(lo), "ci_high": float(hi)}
                             for p, r, (lo, hi) in zip(self.players, self.ratings, self.rating_ci, strict=True)}}
 
@@ -97,11 +99,14 @@ def round_robin(players: Sequence[Player], pairs: int = 200, seed: int = 0, work
     ratings = ratings - ratings[anchor]
     samples = samples - samples[:, [anchor]]
     ci = np.percentile(samples, [2.5, 97.5], axis=0).T if bootstrap else np.column_stack([ratings, ratings])
-    return TournamentResult(names, matches, ratings, ci)
+    return TournamentResult(names, matches, ratings, ci, anchor)
 
 
 def format_tournament(result: TournamentResult) -> str:
-    """Markdown: the ratings table, then each player's score against each other player."""
+    """Markdown: the ratings table, then each player's score against each other player, each with a caption.
+
+    The anchor (rated 0 by definition: module docstring) has no interval; its cell says so instead of ``+0 .. +0``.
+    """
     order = np.argsort(-result.ratings)
     n = len(result.players)
     score = np.full((n, n), np.nan)
@@ -109,14 +114,22 @@ def format_tournament(result: TournamentResult) -> str:
     for match in result.matches:
         i, j = idx[match.agent], idx[match.opponent]
         score[i, j], score[j, i] = match.score, 1 - match.score
+    anchor = result.players[result.anchor]
     lines = ["| rank | player | rating (Elo) | 95% CI | mean score |", "| ---: | --- | ---: | ---: | ---: |"]
     for rank, i in enumerate(order, 1):
         low, high = result.rating_ci[i]
-        lines.append(f"| {rank} | {result.players[i]} | {result.ratings[i]:+.0f} | {low:+.0f} .. {high:+.0f} | "
+        interval = "anchor" if i == result.anchor else f"{low:+.0f} .. {high:+.0f}"
+        lines.append(f"| {rank} | {result.players[i]} | {result.ratings[i]:+.0f} | {interval} | "
                      f"{np.nanmean(score[i]):.1%} |")
-    lines += ["", "| row vs column | " + " | ".join(result.players[i] for i in order) + " |",
+    lines += ["", f"Ratings: Bradley-Terry on the Elo scale (400 points: 10 to 1 odds), relative to {anchor}, which "
+              "is 0 by definition; 95% CI: a bootstrap over the deal pairs. Mean score: against every other player, "
+              "a draw counting half.",
+              "", "| row vs column | " + " | ".join(result.players[i] for i in order) + " |",
               "| --- |" + " ---: |" * n]
     for i in order:
         cells = ["-" if i == j else f"{score[i, j]:.1%}" for j in order]
         lines.append(f"| {result.players[i]} | " + " | ".join(cells) + " |")
+    games = result.matches[0].games if result.matches else 0
+    lines += ["", f"Each cell: the row player's score against the column player over {games} games (a draw "
+              "counting half)."]
     return "\n".join(lines)

@@ -21,13 +21,16 @@ reshuffles and the players' seeds from it, so the same seed and the same players
 
 :func:`positions` re-simulates a record on the engine (:class:`uno_env.game.Game`, the one implementation of
 the rules) from the hidden start: each play event is that play, each draw event a draw, and the reshuffles
-put the recorded draws on top of the deck. It checks every event the engine produces against the record, so
-a damaged or edited record is refused with the move where it goes wrong.
+put the recorded draws on top of the deck. It checks every event the engine produces against the record, and the
+written winner against the end the events reach, so a damaged, edited or cut record is refused with the event
+where it goes wrong.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +58,9 @@ VERSION = 1
 HIDDEN_NOTE = ("Hidden from the players during the game (the deal, the deck order, the cards each draw took); "
                "kept for review after the game.")
 _SEAT_NAMES = ("agent", "opponent")
+#: Moves after which a harness stops a game and calls it drawn (:func:`uno_env.match.play_game`'s default, and the
+#: tables' (:class:`train.table.session.TableGame`): a drawn record may end before the game does only there.
+DECISION_LIMIT = 5000
 _WINNERS = (*WINNER_NAMES.values(), None)
 
 
@@ -148,12 +154,43 @@ class GameRecord:
         return record
 
     def save(self, path: str | Path) -> Path:
-        """Write the record as JSON to ``path`` (through a temporary name, so no half-written file is left)."""
-        path = Path(path)
-        partial = path.with_name(path.name + ".partial")
-        partial.write_text(_layout(self.to_dict()))
-        partial.replace(path)
-        return path
+        """Write the record as JSON to ``path``, or to ``STEM-2.json``, ``STEM-3.json``, ... when that name is taken:
+        a record never replaces a file. Returns the path written (:func:`create_new`)."""
+        return create_new(Path(path), _layout(self.to_dict()))
+
+
+def create_new(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path``, or to the first free ``STEM-K.SUFFIX`` (K = 2, 3, ...); returns the path written.
+
+    The file appears whole under a name no file had: it is written beside under a temporary name, then hard-linked
+    to the name, which fails if the name exists, so two writers never take the same name and none replaces a
+    file. Where the file system has no hard links the name is created exclusively and written in place.
+    """
+    temporary = path.with_name(f".{path.stem}-{secrets.token_hex(6)}.partial")  # open() gives it the umask's mode
+    try:
+        with open(temporary, "x") as file:
+            file.write(text)
+        candidate, number = path, 1
+        while True:
+            try:
+                _claim(temporary, candidate, text)
+                return candidate
+            except FileExistsError:
+                number += 1
+                candidate = path.with_name(f"{path.stem}-{number}{path.suffix}")
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _claim(temporary: Path, path: Path, text: str) -> None:
+    """Give the written ``temporary`` the new name ``path`` (``FileExistsError`` if it is taken)."""
+    try:
+        os.link(temporary, path)
+    except FileExistsError:
+        raise
+    except OSError:  # no hard links here (some network and FAT file systems): exclusive creation instead
+        with open(path, "x") as file:
+            file.write(text)
 
 
 def _layout(data: dict[str, Any]) -> str:
@@ -271,7 +308,34 @@ def positions(record: GameRecord) -> list[Position]:
         if events != expected:
             raise ValueError(f"move {index}: the rules give the events {events}, the record says {expected}")
         out.append(Position(index, _views(game), mover, action, tuple(events)))
+    if next(drawn, None) is not None:
+        raise ValueError(f"\"hidden\".\"drawn\" holds more draws than the {len(record.events)} events make: the "
+                         "events are cut short")
+    _check_winner(record, game, len(moves))
     return out
+
+
+def _check_winner(record: GameRecord, game: Game, moves: int) -> None:
+    """Refuse a record whose written winner is not the end its events reach (``ValueError`` naming the last event).
+
+    A game that goes on after the last event may be unfinished (no winner) or drawn by a harness that stopped it
+    at :data:`DECISION_LIMIT` moves; any other winner means events are missing.
+    """
+    last = f"event {len(record.events)}" + (f" ({record.events[-1]})" if record.events else "")
+    written = _ends(record, record.winner)
+    if game.outcome is not None:
+        reached = WINNER_NAMES[game.outcome]
+        if record.winner != reached:
+            raise ValueError(f"the events end the game at {last} with {_ends(record, reached)}, but the record says "
+                             f"{written}")
+    elif record.winner is not None and not (record.winner == "draw" and moves >= DECISION_LIMIT):
+        raise ValueError(f"the record says {written}, but after its last event, {last}, the game goes on: events "
+                         "are missing")
+
+
+def _ends(record: GameRecord, winner: str | None) -> str:
+    return {"agent": f"{record.players[0]} winning", "opponent": f"{record.players[1]} winning", "draw": "a draw",
+            None: "no winner"}[winner]
 
 
 def _views(game: Game) -> tuple[PublicView, PublicView]:

@@ -17,15 +17,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from train.table.records import GameRecord, start_scenario
+from train.table.records import DECISION_LIMIT, GameRecord, start_scenario
 from uno_env.belief import CountingBelief
 from uno_env.game import IllegalActionError
 from uno_env.policy import Policy
 from uno_env.seat import Seat, start_game
 from uno_env.view import PublicView
-
-#: A game between two policies still running after this many decisions counts as drawn (as in play_game).
-MAX_DECISIONS = 5000
 
 
 class TableGame:
@@ -52,8 +49,8 @@ class TableGame:
 
     @property
     def done(self) -> bool:
-        """True once the game is over (or ran into :data:`MAX_DECISIONS`)."""
-        return self.game.done or self.decisions >= MAX_DECISIONS
+        """True once the game is over, or ran into :data:`~train.table.records.DECISION_LIMIT` (then drawn)."""
+        return self.game.done or self.decisions >= DECISION_LIMIT
 
     @property
     def current(self) -> int:
