@@ -9,8 +9,9 @@ examples:
   uno-train expert-iteration --address HEAD_IP:6379   # label on a Ray cluster (ray start --head)
 
 A run writes everything to its folder: the resolved config (config.yaml), checkpoints, TensorBoard logs (tb/),
-expert iteration's generations, the run's model (best_model.zip) and its final evaluation. Ctrl-C or SIGTERM saves a checkpoint and prints the
-command that continues the run. Every config key, with its default, is in the shipped default config.
+expert iteration's generations, the run's model (best_model.zip) and its final evaluation. Ctrl-C or SIGTERM
+saves a checkpoint and prints the command that continues the run. Every config key, with its default, is in
+the shipped default config.
 """
 
 from __future__ import annotations
