@@ -53,7 +53,6 @@ from stable_baselines3.common.torch_layers import FlattenExtractor
 
 from agents.afterstate import MOVE_FEATURES, AfterstatePolicy
 from agents.files import atomic_path
-from agents.privileged import PrivilegedCriticPolicy
 from uno_env.belief import BELIEF_KINDS, BeliefKind
 from uno_env.cards import NUM_ACTIONS, short_repr
 from uno_env.observation import BASE_SIZE
@@ -64,7 +63,7 @@ from uno_env.view import PublicView
 SETTINGS_MEMBER = "uno_env.json"
 #: Setting this environment variable to 1 allows unpickling checkpoints whose network cannot be rebuilt safely.
 TRUST_VARIABLE = "UNO_RL_TRUSTED_CHECKPOINTS"
-_POLICY_CLASSES = {cls.__name__: cls for cls in (MaskableActorCriticPolicy, PrivilegedCriticPolicy, AfterstatePolicy)}
+_POLICY_CLASSES = {cls.__name__: cls for cls in (MaskableActorCriticPolicy, AfterstatePolicy)}
 # Activations by class name; only these torch.nn classes are ever built from a checkpoint's metadata.
 _ACTIVATIONS = {cls.__name__: cls for cls in (torch.nn.Tanh, torch.nn.ReLU, torch.nn.LeakyReLU, torch.nn.ELU,
                                               torch.nn.SiLU, torch.nn.GELU)}
@@ -95,8 +94,6 @@ def policy_metadata(policy: Any) -> dict[str, Any] | None:
     arch = {"pi": list(arch), "vf": list(arch)} if isinstance(arch, list) else {k: list(arch[k]) for k in ("pi", "vf")}
     record = {"class": cls.__name__, "net_arch": arch, "activation": activation.__name__,
               "ortho_init": bool(policy.ortho_init), "share_features_extractor": bool(policy.share_features_extractor)}
-    if cls is PrivilegedCriticPolicy:
-        record["public_size"] = int(policy.public_size)
     if cls is AfterstatePolicy:
         record["head_arch"] = list(policy.head_arch)
     return record
@@ -105,20 +102,16 @@ def policy_metadata(policy: Any) -> dict[str, Any] | None:
 def save_model(model: Any, path: str | Path, settings: dict[str, Any]) -> Path:
     """Save a MaskablePPO ``model`` to ``path`` (a .zip) with its env ``settings`` embedded, atomically.
 
-    ``settings`` must hold at least ``belief``; the observation size is taken from the model, less
-    ``settings["privileged_size"]`` hidden channels that only a privileged critic reads (:mod:`agents.privileged`),
-    so ``observation_size`` is always what the actor, and a player, needs. The network's architecture is
-    recorded too (:func:`policy_metadata`), so the checkpoint loads without unpickling. The zip is written
-    under a temporary name and renamed into place. Returns the path written.
+    ``settings`` must hold at least ``belief``; the observation size is taken from the model. The network's
+    architecture is recorded too (:func:`policy_metadata`), so the checkpoint loads without unpickling. The zip is
+    written under a temporary name and renamed into place. Returns the path written.
     """
     path = Path(path)
     if path.suffix != ".zip":
         path = path.with_suffix(".zip")
     if settings.get("belief") not in BELIEF_KINDS:
         raise ValueError(f"settings['belief'] must be one of {BELIEF_KINDS}, got {settings.get('belief')!r}")
-    privileged = int(settings.get("privileged_size", 0))
-    record = dict(settings, privileged_size=privileged,
-                  observation_size=int(np.prod(model.observation_space.shape)) - privileged)
+    record = dict(settings, observation_size=int(np.prod(model.observation_space.shape)))
     architecture = policy_metadata(model.policy)
     if architecture is not None:
         record["policy"] = architecture
@@ -190,8 +183,10 @@ def read_settings(path: str | Path, trusted: bool | None = None) -> dict[str, An
     elif not _is_int(settings.get("observation_size"), 1, _MAX_OBSERVATION):
         problem = f"observation_size must be an int in 1..{_MAX_OBSERVATION}, got " \
                   f"{short_repr(settings.get('observation_size'))}"
-    elif not _is_int(settings.get("privileged_size", 0), 0, _MAX_OBSERVATION):
-        problem = f"privileged_size must be an int in 0..{_MAX_OBSERVATION}"
+    elif settings.get("privileged_size", 0) != 0:
+        problem = f"privileged_size is {short_repr(settings.get('privileged_size'))}: the network was trained on " \
+                  "hidden-state channels besides the observation (a privileged critic), which this version does not " \
+                  "load"
     elif not _is_int(settings.get("steps", 0), 0, 1 << 62):
         problem = f"steps must be a non-negative int, got {short_repr(settings.get('steps'))}"
     if problem:
@@ -219,26 +214,22 @@ def _legacy_architecture(path: Path) -> dict[str, Any] | None:
     if not isinstance(data, dict):
         return None
     module = (data.get("policy_class") or {}).get("__module__") if isinstance(data.get("policy_class"), dict) else None
-    cls = {"sb3_contrib.common.maskable.policies": "MaskableActorCriticPolicy",
-           "agents.privileged": "PrivilegedCriticPolicy"}.get(module)
+    cls = {"sb3_contrib.common.maskable.policies": "MaskableActorCriticPolicy"}.get(module)
     kwargs = data.get("policy_kwargs") or {}
     if cls is None or not isinstance(kwargs, dict) or "Box" not in str(data.get("observation_space", {}).get(":type:")):
         return None
-    if set(kwargs) - {":type:", ":serialized:", "net_arch", "activation_fn", "ortho_init", "public_size"}:
+    if set(kwargs) - {":type:", ":serialized:", "net_arch", "activation_fn", "ortho_init"}:
         return None  # a features extractor or optimizer setting we would not rebuild faithfully
     arch = kwargs.get("net_arch", _SB3_DEFAULT_ARCH)
     if isinstance(arch, list):
         arch = {"pi": arch, "vf": arch}
     match = re.fullmatch(r"<class 'torch\.nn\.modules\.activation\.(\w+)'>", str(kwargs.get("activation_fn", "")))
     activation = match.group(1) if match else ("Tanh" if "activation_fn" not in kwargs else None)
-    record = {"class": cls, "net_arch": arch, "activation": activation, "ortho_init": False,
-              "share_features_extractor": True}
-    if "public_size" in kwargs:
-        record["public_size"] = kwargs["public_size"]
-    return record
+    return {"class": cls, "net_arch": arch, "activation": activation, "ortho_init": False,
+            "share_features_extractor": True}
 
 
-def _check_architecture(path: Path, record: Any, settings: dict[str, Any]) -> str | None:
+def _check_architecture(record: Any) -> str | None:
     """Why ``record`` cannot be rebuilt, or None."""
     if not isinstance(record, dict):
         return f"policy must be an object, got {short_repr(record)}"
@@ -252,9 +243,6 @@ def _check_architecture(path: Path, record: Any, settings: dict[str, Any]) -> st
             or not all(_is_int(units, 1, _MAX_UNITS) for units in arch[k]) for k in ("pi", "vf")):
         return f"net_arch must be {{'pi': [...], 'vf': [...]}} of at most {_MAX_LAYERS} layers of 1..{_MAX_UNITS} " \
                f"units, got {short_repr(arch)}"
-    if record["class"] == "PrivilegedCriticPolicy" and record.get("public_size") != settings["observation_size"]:
-        return f"public_size {short_repr(record.get('public_size'))} is not the observation size " \
-               f"{settings['observation_size']}"
     head = record.get("head_arch")
     if record["class"] == "AfterstatePolicy" and (
             not isinstance(head, list) or not 0 < len(head) <= _MAX_LAYERS
@@ -269,8 +257,6 @@ def architecture(record: dict[str, Any]) -> tuple[type, dict[str, Any]]:
     kwargs: dict[str, Any] = {"net_arch": record["net_arch"], "activation_fn": _ACTIVATIONS[record["activation"]],
                               "ortho_init": False,
                               "share_features_extractor": bool(record.get("share_features_extractor", True))}
-    if record["class"] == "PrivilegedCriticPolicy":
-        kwargs["public_size"] = record["public_size"]
     if record["class"] == "AfterstatePolicy":
         kwargs["head_arch"] = record["head_arch"]
     return _POLICY_CLASSES[record["class"]], kwargs
@@ -291,13 +277,13 @@ def load_network(path: str | Path, settings: dict[str, Any] | None = None, trust
     if record is None:
         record = _legacy_architecture(path)
     problem = "its network is not described in JSON" if record is None else \
-        _check_architecture(path, record, settings)
+        _check_architecture(record)
     if problem is not None:
         if trusted:
             return MaskablePPO.load(path, device="cpu").policy
         raise ValueError(f"{path} cannot be loaded safely: {problem}; loading it would mean unpickling code from "
                          f"it (set {TRUST_VARIABLE}=1 only for a file from a source you trust)")
-    size = settings["observation_size"] + settings.get("privileged_size", 0)
+    size = settings["observation_size"]
     parameters = parameter_count(size, record["net_arch"], record.get("head_arch"))
     if parameters > _MAX_PARAMETERS:
         raise ValueError(f"{path} is not a valid checkpoint: its network would have {parameters:,} parameters, "
@@ -323,9 +309,8 @@ def load_network(path: str | Path, settings: dict[str, Any] | None = None, trust
 
 
 def parameter_count(observation_size: int, net_arch: dict[str, list[int]], head_arch: list[int] | None = None) -> int:
-    """How many parameters an actor-critic of ``net_arch`` on ``observation_size`` inputs has (an upper bound for a
-    privileged critic, whose actor reads fewer inputs), its actor an afterstate scorer of ``head_arch`` if given
-    (:mod:`agents.afterstate`): known from the JSON before anything is allocated."""
+    """How many parameters an actor-critic of ``net_arch`` on ``observation_size`` inputs has, its actor an afterstate
+    scorer of ``head_arch`` if given (:mod:`agents.afterstate`): known from the JSON before anything is allocated."""
     actor = [observation_size, *net_arch["pi"], NUM_ACTIONS] if head_arch is None else \
         [observation_size + MOVE_FEATURES, *head_arch, 1]
     return sum((inputs + 1) * units for widths in (actor, [observation_size, *net_arch["vf"], 1])
@@ -347,7 +332,7 @@ class SettingsMismatch(ValueError):
 
 def check_settings(path: str | Path, saved: dict[str, Any], belief: str, observation_size: int | None) -> None:
     """Raise :class:`SettingsMismatch` naming both when ``belief``/``observation_size`` differ from ``saved``."""
-    trained_size = saved["observation_size"] + saved.get("privileged_size", 0)
+    trained_size = saved["observation_size"]
     size_differs = observation_size is not None and observation_size != trained_size
     if saved["belief"] != belief or size_differs:
         raise SettingsMismatch(

@@ -210,11 +210,6 @@ def test_uno_train_trains_an_afterstate_actor_with_ppo(tmp_path: Path):
     assert isinstance(network, AfterstatePolicy) and isinstance(network.action_net, AfterstateHead)
 
 
-def test_an_afterstate_actor_with_a_privileged_critic_is_refused():
-    with pytest.raises(ConfigError, match="policy.critic"):
-        parse_config({**TINY, "policy": {"net_arch": [16], "actor": "afterstate", "critic": "privileged"}})
-
-
 def test_expert_iteration_runs_generations_of_afterstate_networks(tmp_path: Path):
     """Generation 2's games and the search's rollouts are played by generation 1's afterstate network, compiled."""
     config = parse_config({**TINY, "total_timesteps": 0, "pretrain": {

@@ -244,8 +244,6 @@ def test_calls_before_reset():
     ({"render_mode": "video"}, ["render_mode", "video"]),
     ({"belief": "magic"}, ["belief", "magic"]),
     ({"n_particles": 0}, ["n_particles", "0"]),
-    ({"privileged": "no"}, ["privileged", "'no'"]),  # truthy: it revealed the opponent's hand (issue 32)
-    ({"privileged": 1}, ["privileged", "1"]),
     ({"dict_obs": "yes"}, ["dict_obs", "'yes'"]),
 ])
 def test_bad_constructor_arguments(kwargs, words):

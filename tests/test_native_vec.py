@@ -105,7 +105,6 @@ def test_the_native_config_builds_the_adapter():
     ({"opponents": [{"mix": {"rule": 1, "self": 1}}]}, "opponents[0].mix.self"),
     ({"env": {"belief": "particles"}}, "env.belief"),
     ({"env": {"reward_shaping": 0.1}}, "env.reward_shaping"),
-    ({"policy": {"critic": "privileged"}}, "policy.critic"),
 ])
 def test_native_refuses_what_does_not_compile(changes: dict, named: str):
     with pytest.raises(ConfigError, match=named.replace(".", r"\.").replace("[", r"\[").replace("]", r"\]")):

@@ -199,6 +199,8 @@ def test_a_zip_that_needs_unpickling_is_refused_unless_trusted(checkpoint: Path,
     ({"uno_env.json": b"\xff\xfe garbage"}, "not JSON"),
     ({"uno_env.json": b"[" * 100_000}, "not JSON"),
     ({"uno_env.json": json.dumps({"belief": "none", "observation_size": 10**12}).encode()}, "observation_size"),
+    ({"uno_env.json": json.dumps({"belief": "none", "observation_size": 294, "privileged_size": 540}).encode()},
+     "privileged critic"),
     ({"policy.pth": b"garbage"}, "policy.pth does not load"),
     ({"policy.pth": b"{}"}, "policy.pth does not load"),
 ], ids=lambda v: str(v)[:40])

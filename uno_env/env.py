@@ -13,7 +13,6 @@ from uno_env.belief import BeliefKind
 from uno_env.cards import NUM_ACTIONS, as_action
 from uno_env.core import OUTCOME_REWARD, RUNNING
 from uno_env.game import Game, IllegalActionError
-from uno_env.observation import PRIVILEGED_HIGH, encode_privileged
 from uno_env.policy import Policy, make_policy
 from uno_env.python_game import PythonGame
 from uno_env.seat import Seat, start_game
@@ -60,8 +59,8 @@ class UnoEnv(gym.Env):
 
     ## Arguments
     * ``opponent``: policy name or object playing the other seat (default ``"random"``). With ``"random"`` or
-      ``"rule"`` (the built-in classes themselves), no belief features and no privileged channels, the env plays its
-      games compiled (:mod:`uno_env.single`): the same games, seed for seed, at about half the cost per step.
+      ``"rule"`` (the built-in classes themselves), the env plays its games compiled (:mod:`uno_env.single`): the
+      same games, seed for seed, at about half the cost per step.
     * ``first_player``: ``"agent"``, ``"opponent"`` or ``"random"`` (50/50, the default).
     * ``belief``: ``"none"``, ``"counting"`` or ``"particles"``: belief features about the
       opponent's hand in the observation (:mod:`uno_env.belief`). ``n_particles`` sets the filter size.
@@ -76,11 +75,7 @@ class UnoEnv(gym.Env):
       may see them, top card, colour in force, pile and deck sizes, the last events; :mod:`uno_env.render`),
       which SB3's ``make_vec_env`` and Gymnasium's ``RecordVideo`` use; ``"human"`` (that picture in a
       window, updated on every reset and step). ``save_picture(path)`` writes it as SVG, PNG or PDF.
-    * ``dict_obs`` and ``privileged`` must be ``True`` or ``False`` (another value raises ``ValueError``).
-    * ``privileged``: for training a privileged critic only (``policy.critic: privileged`` in a training
-      config): append the hidden-state channels of :func:`~uno_env.observation.encode_privileged` (the
-      opponent's hand, the next deck cards) to the flat observation. This shows the agent what a player
-      may not see; a policy trained on it must read only the public part (:mod:`agents.privileged`).
+    * ``dict_obs`` must be ``True`` or ``False`` (another value raises ``ValueError``).
 
     ``reset(seed=..., options={"scenario": S})`` starts from a RULES.md scenario; a malformed
     scenario raises ``ValueError`` naming the problem and leaves the env as it was.
@@ -103,7 +98,6 @@ class UnoEnv(gym.Env):
         dict_obs: bool = False,
         illegal_action: str = "lose",
         render_mode: str | None = None,
-        privileged: bool = False,
     ) -> None:
         if first_player not in ("agent", "opponent", "random"):
             raise ValueError(f"first_player must be 'agent', 'opponent' or 'random', got {first_player!r}")
@@ -111,14 +105,9 @@ class UnoEnv(gym.Env):
             raise ValueError(f"illegal_action must be 'lose' or 'raise', got {illegal_action!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None, 'ansi', 'rgb_array' or 'human', got {render_mode!r}")
-        for option, value in (("dict_obs", dict_obs), ("privileged", privileged)):
-            if not isinstance(value, bool):  # "no" is truthy: privileged="no" would reveal the opponent's hand
-                raise ValueError(f"{option} must be True or False, got {value!r}")
-        if privileged and dict_obs:
-            raise ValueError("privileged=True appends channels to the flat observation; it cannot be combined "
-                             "with dict_obs=True")
+        if not isinstance(dict_obs, bool):  # "no" is truthy
+            raise ValueError(f"dict_obs must be True or False, got {dict_obs!r}")
         self.opponent = make_policy(opponent)
-        self.privileged = privileged
         self.first_player = first_player
         self.illegal_action = illegal_action
         self.render_mode = render_mode
@@ -126,10 +115,10 @@ class UnoEnv(gym.Env):
         self._agent_seat = Seat(AGENT, belief=belief, n_particles=n_particles, dict_obs=dict_obs)
         self._opponent_seat = Seat(OPPONENT, self.opponent, n_particles=n_particles)
         # The compiled path (uno_env.single) plays the same games at about half the cost; it takes an opponent with a
-        # compiled twin (random, rule) and no privileged channels (which read the Game); the agent's belief tracker
-        # reads the views it builds from its state. Otherwise the game is stepped in Python (uno_env.python_game).
-        # Both have the same methods, so the env's step, observation and mask are written once over either.
-        twin = self._opponent_seat.compiled_twin() if not privileged else None
+        # compiled twin (random, rule); the agent's belief tracker reads the views it builds from its state. Otherwise
+        # the game is stepped in Python (uno_env.python_game). Both have the same methods, so the env's step,
+        # observation and mask are written once over either.
+        twin = self._opponent_seat.compiled_twin()
         self._twin = None if twin is None else CompiledGame(*twin, observer=self._agent_seat.observer)
         self._table: CompiledGame | PythonGame = (
             self._twin if self._twin is not None else PythonGame(self._agent_seat, self._opponent_seat))
@@ -140,7 +129,7 @@ class UnoEnv(gym.Env):
             self.observation_space = spaces.Dict(
                 {name: spaces.Box(0.0, high, (size,), np.float32) for name, size, high in channels})
         else:
-            high = np.concatenate([high for _, _, high in channels] + ([PRIVILEGED_HIGH] if privileged else []))
+            high = np.concatenate([high for _, _, high in channels])
             high = high.astype(np.float32)
             self.observation_space = spaces.Box(0.0, high, (high.size,), np.float32)
 
@@ -235,8 +224,6 @@ class UnoEnv(gym.Env):
         # step since a pickled copy of a view is no view), and hands out copies.
         observer = self._agent_seat.observer
         self._obs = observer.arrange(self._table.obs, self._table.belief_features())
-        if self.privileged:
-            self._obs = np.concatenate((self._obs, encode_privileged(self._table.to_game(), AGENT)))
         # Raw event tuples are kept whatever the render_mode (save_picture works in any mode), trimmed to what is
         # drawn; they become dictionaries only when drawn, so training steps pay next to nothing.
         self._history = self._history[-16:] + self._table.events

@@ -34,9 +34,9 @@ def play_game(policies: tuple[Policy, Policy], seed: int, first_player: int = 0,
     A game still running after ``max_decisions`` counts as a draw.
     Each policy is seated by :class:`~uno_env.seat.Seat` (its needs, its seed, its start view); an illegal
     action raises :class:`~uno_env.game.IllegalActionError`.
-    ``on_deal(game)``, if given, receives the dealt game before anyone moves: it is for measurement
-    code that needs the hidden state (the search player's oracle) and for a privileged critic's training
-    inputs (``train.training.pretrain``), never for a policy's decisions.
+    ``on_deal(game)``, if given, receives the dealt game before anyone moves: it is for code that needs the game
+    itself (the search player's oracle, the labelling's compiled players, the table's game records), never for a
+    policy's decisions from hidden state.
     """
     seats = [Seat(index, policy, n_particles=n_particles) for index, policy in enumerate(policies)]
     game = start_game(seats, seed, first_player)

@@ -18,12 +18,6 @@ channel                       size  meaning
 ``belief``                       B  only with a belief tracker: see :mod:`uno_env.belief`
 ============================  ====  ==========================================================
 
-With ``privileged=True`` (training a privileged critic only: :mod:`agents.privileged`), :class:`~uno_env.env.UnoEnv`
-appends :data:`PRIVILEGED_SIZE` channels of *hidden* state after all of these (:func:`encode_privileged`):
-the opponent's hand (54 counts), then the next :data:`PRIVILEGED_DECK_CARDS` cards of the deck, each a 54-wide
-one-hot in draw order (all zero past the end of the deck). No player ever sees them: the actor of a privileged
-model reads only the public channels, and saved agents play from the public observation.
-
 ``opponent_cards`` exists because "the opponent has one card left" changes what a good player does,
 and a scaled size alone makes that a tiny difference in one input.
 """
@@ -69,39 +63,6 @@ _OPPONENT_CARDS, _SIZES = _OFFSET["opponent_cards"], _OFFSET["sizes"]
 _DISCARD, _UNSEEN = _OFFSET["discard"], _OFFSET["unseen"]
 #: Where the ``legal`` channel sits in the flat encoding: the action mask as 0/1 floats (draw alone outside the turn).
 LEGAL_CHANNEL = slice(_LEGAL, _LEGAL + NUM_ACTIONS)
-
-
-#: How many of the next deck cards the privileged channels show.
-PRIVILEGED_DECK_CARDS = 8
-#: Size of the hidden-state channels: the opponent's hand, then the next deck cards one-hot.
-PRIVILEGED_SIZE = NUM_CARD_TYPES * (1 + PRIVILEGED_DECK_CARDS)
-#: Upper bound per privileged entry.
-PRIVILEGED_HIGH = np.concatenate((_COPIES, np.ones(NUM_CARD_TYPES * PRIVILEGED_DECK_CARDS, np.float32)))
-
-
-def encode_privileged(game: Game, seat: int) -> np.ndarray:
-    """The hidden state a privileged critic sees from ``seat``: the other seat's hand and the next deck cards.
-
-    For training code only (see the module docstring); never part of a player's observation.
-    """
-    obs = np.zeros(PRIVILEGED_SIZE, dtype=np.float32)
-    state = core.pack_state(game.hands, game.deck, game.discard, game.active_colour, game.current, game.pending_draw)
-    privileged_state_into(state, seat, obs)
-    return obs
-
-
-@njit(cache=True)
-def privileged_state_into(state: np.ndarray, seat: int, out: np.ndarray) -> None:
-    """:func:`encode_privileged` of a kernel state, written into ``out`` (float32, :data:`PRIVILEGED_SIZE`): the one
-    definition of the hidden channels. Inside the search it reads a *determinization* (a world drawn from a belief),
-    which is why a world critic (:mod:`agents.world_critic`) may use it at play time."""
-    out[:] = 0.0
-    hand = core.HANDS + NUM_CARD_TYPES * (1 - seat)
-    for t in range(NUM_CARD_TYPES):
-        out[t] = state[hand + t]
-    top = core.DECK + state[core.DECK_LEN] - 1  # the deck's last card is drawn first
-    for i in range(min(PRIVILEGED_DECK_CARDS, state[core.DECK_LEN])):
-        out[NUM_CARD_TYPES * (1 + i) + state[top - i]] = 1.0
 
 
 class Scalars(NamedTuple):

@@ -1,7 +1,7 @@
 """The single env's games stepped in Python: :class:`PythonGame`, with :class:`~uno_env.single.CompiledGame`'s methods.
 
 :class:`~uno_env.env.UnoEnv` plays each game through one of the two: the compiled one when the opponent has a compiled
-twin and the observation is not privileged; this one otherwise (any other policy, privileged channels). Both take a
+twin; this one otherwise (any other policy). Both take a
 dealt :class:`~uno_env.game.Game` (``start``), apply the agent's legal action and the opponent's moves until the agent
 is to move or the game is over (``play``), end the game on an illegal action (``forfeit``), and then hold the agent's
 base observation (``obs``), its public events since its previous decision (``events``) and the outcome from its seat
@@ -87,7 +87,7 @@ class PythonGame:
         return self._view
 
     def to_game(self) -> Game:
-        """The game itself (for pictures, error messages and privileged channels)."""
+        """The game itself (for pictures and error messages)."""
         return self.game
 
     def _observe(self) -> None:

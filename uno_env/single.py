@@ -1,8 +1,8 @@
 """The single env's compiled path: the agent's action, the opponent's moves and the encoding in one numba call.
 
 :class:`~uno_env.env.UnoEnv` uses a :class:`CompiledGame` when its opponent is a built-in policy with a compiled twin
-(``random`` or ``rule``: :meth:`uno_env.seat.Seat.compiled_twin`) and the observation is not privileged; otherwise it
-steps :class:`~uno_env.game.Game` in Python. Both play the same games:
+(``random`` or ``rule``: :meth:`uno_env.seat.Seat.compiled_twin`); otherwise it steps :class:`~uno_env.game.Game` in
+Python. Both play the same games:
 
 * the deal, the policies' seeds and the first player still come from :func:`uno_env.seat.start_game` (a
   :class:`~uno_env.game.Game`, which is then packed into :mod:`uno_env.core`'s state vector);
