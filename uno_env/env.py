@@ -81,7 +81,7 @@ class UnoEnv(gym.Env):
     scenario raises ``ValueError`` naming the problem and leaves the env as it was.
 
     ## Version History
-    * v0: first release (1.0.0): two-player UNO under the rules of docs/RULES.md, 61 actions in RLCard's layout
+    * v0: first release (1.0.0): two-player UNO under the rules of docs/rules.md, 61 actions in RLCard's layout
       with an action mask, a 294-channel public observation plus 60 belief features (``"counting"``,
       ``"particles"``), an embedded opponent by name or Policy, ``ansi``/``rgb_array``/``human`` rendering, a
       compiled vector version (``gym.make_vec``) and a PettingZoo AEC version (:mod:`uno_env.multiagent`, ``uno_v0``).
