@@ -9,7 +9,7 @@ pytest could not run). Before any mutation, the tests run once unmutated and mus
 
     python benchmarks/mutations.py                  # every mutation, a table per area
     python benchmarks/mutations.py --area stats     # one area (observation, stats, config, search, ...)
-    python benchmarks/mutations.py --write          # also put the result table into docs/TESTING.md
+    python benchmarks/mutations.py --write          # also put the result table into docs/testing.md
     python benchmarks/mutations.py --name "deck ran out" --tests tests/test_single.py   # other tests than its own
     python benchmarks/mutations.py --list
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DOC = ROOT / "docs" / "TESTING.md"
+DOC = ROOT / "docs" / "testing.md"
 BEGIN, END = "<!-- mutations:begin -->", "<!-- mutations:end -->"
 
 OBS = ("tests/test_observation.py",)
@@ -500,7 +500,7 @@ def table(outcomes: list[Outcome]) -> str:
 
 
 def write_doc(text: str) -> None:
-    """Replace the result block of docs/TESTING.md (between its markers) with ``text``."""
+    """Replace the result block of docs/testing.md (between its markers) with ``text``."""
     doc = DOC.read_text()
     head, _, rest = doc.partition(BEGIN)
     _, _, tail = rest.partition(END)
