@@ -1,0 +1,94 @@
+"""The documentation site builds, and no file of the project tells its history with internal work labels.
+
+``mkdocs build --strict`` fails on a broken link, a missing anchor, a page left out of the nav and a docstring the
+API reference cannot render, so the build is the site's test. It is skipped only when mkdocs is not installed and
+``UNO_REQUIRE_DOCS`` is unset (CI sets it: the dev extra carries mkdocs).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+
+#: Where users read the project: the site, the README, configs, model cards, notebooks and every Python source.
+SCANNED = (["docs", "configs", "models", "notebooks", "uno_env", "agents", "train", "tests", "benchmarks"],
+           ["README.md", "mkdocs.yml", "pyproject.toml"])
+SUFFIXES = {".md", ".py", ".yaml", ".yml", ".ipynb", ".json", ".toml", ".txt", ".cfg"}
+
+#: Labels of the work's own history (its stops and issue numbers), which mean nothing to a user. A number must
+#: follow the word, so prose such as "the search stops at..." or "step 12" is not flagged.
+LABELS = (re.compile(r"\bstops? \d+", re.IGNORECASE), re.compile(r"\bissues? \d+", re.IGNORECASE))
+#: Pages the site replaced; "RULES.md" stays as the rules contract's name, only a path to it must be current.
+RETIRED_PAGES = re.compile(r"\b(?:BELIEF|BENCHMARKS|DECISIONS|TESTING|RESULTS)\.md\b")
+DOCS_PATH = re.compile(r"\bdocs/([\w./-]+?\.md)\b")
+
+
+def scanned_files() -> list[Path]:
+    """Every text file of :data:`SCANNED` (caches and this test's own patterns excepted)."""
+    folders, files = SCANNED
+    found = [ROOT / name for name in files if (ROOT / name).is_file()]
+    for folder in folders:
+        found += [path for path in sorted((ROOT / folder).rglob("*"))
+                  if path.is_file() and path.suffix in SUFFIXES and "__pycache__" not in path.parts
+                  and ".ipynb_checkpoints" not in path.parts]
+    return [path for path in found if path != Path(__file__).resolve()]
+
+
+def hits(flagged: Callable[[str], bool]) -> list[str]:
+    """``path:line: text`` for every line of the scanned files that ``flagged`` says is wrong."""
+    found = []
+    for path in scanned_files():
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if flagged(line):
+                found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()[:160]}")
+    return found
+
+
+def names_a_missing_page(line: str) -> bool:
+    """Whether ``line`` names a page the site replaced, or a path ``docs/....md`` that does not exist."""
+    return bool(RETIRED_PAGES.search(line)) or any(not (DOCS / m.group(1)).is_file() for m in DOCS_PATH.finditer(line))
+
+
+def test_the_site_builds_strictly(tmp_path: Path) -> None:
+    if importlib.util.find_spec("mkdocs") is None:
+        if os.environ.get("UNO_REQUIRE_DOCS"):
+            pytest.fail("UNO_REQUIRE_DOCS is set but mkdocs is not installed (pip install -e '.[dev]')")
+        pytest.skip("mkdocs is not installed (the dev extra has it)")
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                            cwd=ROOT, capture_output=True, text=True, timeout=240,
+                            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert result.returncode == 0, f"mkdocs build --strict failed:\n{result.stdout}\n{result.stderr}"
+    for page in ("index.html", "environment/index.html", "reference/uno_env/index.html"):
+        assert (tmp_path / "site" / page).is_file(), page
+    reference = (tmp_path / "site" / "reference" / "uno_env" / "index.html").read_text()
+    assert "Observation Space" in reference, "the API reference lost UnoEnv's docstring"
+
+
+@pytest.mark.parametrize("pattern", LABELS, ids=lambda p: p.pattern)
+def test_no_file_carries_an_internal_history_label(pattern: re.Pattern[str]) -> None:
+    found = hits(pattern.search)
+    assert not found, f"{len(found)} line(s) with a work label; describe the project as it is:\n" + "\n".join(found)
+
+
+def test_no_file_points_to_a_page_that_is_gone() -> None:
+    found = hits(names_a_missing_page)
+    assert not found, f"{len(found)} reference(s) to documentation that is not there:\n" + "\n".join(found)
+
+
+def test_the_label_patterns_flag_labels_and_spare_prose() -> None:
+    labelled = ["measured at stop 21", "(Issue 13)", "issues 17/31", "stops 20 to 35"]
+    prose = ["step 12", "the search stops at 800 simulations", "an issue of 2 cards", "stop the run"]
+    assert all(any(p.search(text) for p in LABELS) for text in labelled)
+    assert not any(p.search(text) for p in LABELS for text in prose)
+    assert names_a_missing_page("see docs/RULES.md") and names_a_missing_page("BENCHMARKS.md, 'Belief cost'")
+    assert not names_a_missing_page("the rules contract, RULES.md (docs/rules.md)")
