@@ -13,7 +13,6 @@ pytest could not run). Before any mutation, the tests run once unmutated and mus
     python benchmarks/mutations.py --name "deck ran out" --tests tests/test_single.py   # other tests than its own
     python benchmarks/mutations.py --list
 
-Mutations marked with an issue (17, 31) are the bugs that survived the whole suite when that issue was filed.
 Exit status: 0 when nothing survived, 1 otherwise.
 """
 
@@ -66,31 +65,30 @@ class Mutation:
     path: str
     edits: tuple[tuple[str, str], ...]
     tests: tuple[str, ...]
-    issue: int | None = None  # the issue whose text reports this bug surviving the whole suite
 
 
 def _config_check(field: str, line: str, plain: str) -> Mutation:
     """Remove the value check of one config field (``line`` becomes ``plain``)."""
-    return Mutation("config", f"no check on {field}", "train/config.py", ((line, plain),), CONFIG, issue=17)
+    return Mutation("config", f"no check on {field}", "train/config.py", ((line, plain),), CONFIG)
 
 
 MUTATIONS: tuple[Mutation, ...] = (
     # --- the observation encoder (uno_env.observation.encode_into, the compiled encoder every path calls)
     Mutation("observation", "opponent size one-hot shifted by one", "uno_env/observation.py",
-             (("min(view.opponent_hand_size, 7) - 1] = 1.0", "min(view.opponent_hand_size, 7)] = 1.0"),), OBS, 17),
+             (("min(view.opponent_hand_size, 7) - 1] = 1.0", "min(view.opponent_hand_size, 7)] = 1.0"),), OBS),
     Mutation("observation", "opponent size one-hot capped at 8", "uno_env/observation.py",
-             (("min(view.opponent_hand_size, 7) - 1] = 1.0", "min(view.opponent_hand_size, 8) - 1] = 1.0"),), OBS, 17),
+             (("min(view.opponent_hand_size, 7) - 1] = 1.0", "min(view.opponent_hand_size, 8) - 1] = 1.0"),), OBS),
     Mutation("observation", "pending-draw channel inverted", "uno_env/observation.py",
              (("out[_PENDING + (view.pending_draw >> 2)] = 1.0",
-               "out[_PENDING + 1 - (view.pending_draw >> 2)] = 1.0"),), OBS, 17),
+               "out[_PENDING + 1 - (view.pending_draw >> 2)] = 1.0"),), OBS),
     Mutation("observation", "discard not removed from the unseen cards", "uno_env/observation.py",
-             (("_COPY_COUNTS[card] - held - discarded", "_COPY_COUNTS[card] - held"),), OBS, 17),
+             (("_COPY_COUNTS[card] - held - discarded", "_COPY_COUNTS[card] - held"),), OBS),
     Mutation("observation", "deck and discard sizes swapped", "uno_env/observation.py",
              (("out[_SIZES + 2] = view.deck_size / DECK_SIZE\n    out[_SIZES + 3] = view.discard_size / DECK_SIZE",
                "out[_SIZES + 2] = view.discard_size / DECK_SIZE\n    out[_SIZES + 3] = view.deck_size / DECK_SIZE"),),
-             OBS, 17),
+             OBS),
     Mutation("observation", "top card index clipped at 52", "uno_env/observation.py",
-             (("out[_TOP + view.top] = 1.0", "out[_TOP + min(view.top, 52)] = 1.0"),), OBS, 17),
+             (("out[_TOP + view.top] = 1.0", "out[_TOP + min(view.top, 52)] = 1.0"),), OBS),
     Mutation("observation", "colour one-hot rotated", "uno_env/observation.py",
              (("out[_COLOUR + view.colour] = 1.0", "out[_COLOUR + (view.colour + 1) % 4] = 1.0"),), OBS),
     Mutation("observation", "own hand size scaled by 54", "uno_env/observation.py",
@@ -98,12 +96,12 @@ MUTATIONS: tuple[Mutation, ...] = (
     # --- evaluation statistics
     Mutation("stats", "paired interval over games, not pairs", "train/evaluation/statistics.py",
              (("half = t_quantile_975(n - 1) * spread / math.sqrt(n)",
-               "half = t_quantile_975(n - 1) * spread / math.sqrt(pair_scores.size)"),), STATS, 17),
+               "half = t_quantile_975(n - 1) * spread / math.sqrt(pair_scores.size)"),), STATS),
     Mutation("stats", "a drawn game scores 0", "train/evaluation/matches.py",
              (("scores[i, game] = 0.5 if result.winner == -1", "scores[i, game] = 0.0 if result.winner == -1"),),
-             STATS, 17),
+             STATS),
     Mutation("stats", "t quantile with n degrees of freedom", "train/evaluation/statistics.py",
-             (("half = t_quantile_975(n - 1) * spread", "half = t_quantile_975(n) * spread"),), STATS, 17),
+             (("half = t_quantile_975(n - 1) * spread", "half = t_quantile_975(n) * spread"),), STATS),
     Mutation("stats", "Wilson fallback over pairs", "train/evaluation/statistics.py",
              (("wilson_interval(float(pair_scores.sum()), pair_scores.size)",
                "wilson_interval(float(means.sum()), n)"),), STATS),
@@ -112,7 +110,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              STATS),
     Mutation("stats", "ratings on the natural-log scale", "train/evaluation/tournament.py",
              (("ratings = 400 * np.log10(strength)", "ratings = 400 * np.log(strength)"),), STATS),
-    # --- config checks (the ten without a test when issue 17 was filed, then others)
+    # --- config checks
     _config_check("ppo.n_steps", "n_steps: int = field(default=256, metadata=_check(_bounded(1, 1_000_000)))",
                   "n_steps: int = 256"),
     _config_check("ppo.batch_size", "batch_size: int = field(default=512, metadata=_check(_bounded(1, 10_000_000)))",
@@ -169,10 +167,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("belief", "counting expects one card too many", "uno_env/belief/filters.py",
              (("out[card] = n * (_COPIES[card] - hand[card] - discard[card]) / total if total",
                "out[card] = (n + 1) * (_COPIES[card] - hand[card] - discard[card]) / total if total"),), BELIEF),
-    # --- issue 31: the labels of the learning pipeline (rollout values, search values, their shards)
+    # --- the labels of the learning pipeline (search values, their shards)
     Mutation("labels", "rollout labels scored from seat 0's side", ROLLOUT,
              (("np.mean([(outcome == seat) - (outcome == 1 - seat)", "np.mean([(outcome == 0) - (outcome == 1)"),),
-             LABELS, 31),
+             LABELS),
     Mutation("labels", "the base player on seat 0 whatever the mover", ROLLOUT,
              (("policies = (self.policy, RULE_POLICY) if seat == 0 else (RULE_POLICY, self.policy)",
                "policies = (self.policy, RULE_POLICY)"),), LABELS),
@@ -181,7 +179,7 @@ MUTATIONS: tuple[Mutation, ...] = (
                "RULE_POLICY"),), LABELS),
     Mutation("labels", "no common random numbers: fresh streams for each move", ROLLOUT,
              ((_EACH_MOVE, _EACH_MOVE + "        seeds = rng.integers(2**63, size=deck_orders).astype(np.uint64)\n"),),
-             LABELS, 31),
+             LABELS),
     Mutation("labels", "no common random numbers: fresh deck orders for each move", ROLLOUT,
              ((_EACH_MOVE, _EACH_MOVE + "        states = [pack_state(game.hands, rng.permutation(game.deck), "
                "game.discard, game.active_colour, seat, game.pending_draw) for _ in states]\n"),), LABELS),
@@ -205,7 +203,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              LABELS),
     Mutation("labels", "leaf moves not among the labels' settings", "train/training/labelling.py",
              (("            settings[\"pretrain.search_leaf_moves\"] = self.search.leaf_moves\n", ""),), LABELS),
-    # --- issue 31: the warm start and the generations (train/training/pretrain.py)
+    # --- the generations of expert iteration
     Mutation("pretrain", "demonstration returns from seat 0's side", PRETRAIN,
              (("(1.0 if result.winner == seat else -1.0)", "(1.0 if result.winner == 0 else -1.0)"),), DEMOS),
     Mutation("pretrain", "demonstration returns discounted from the start", PRETRAIN,
@@ -265,10 +263,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("guided", "a tanh coefficient rounded to 5 digits", "agents/actor_kernels.py",
              (("0.9999999323951679, -0.15887455476151935,", "0.9999999323951679, -0.15887,"),),
              ("tests/test_compiled_actor.py",)),
-    # --- issue 31: the opponent models' likelihood (uno_env/belief/models.py, trajectory.py, trajectory_kernels.py)
+    # --- the opponent models' likelihood (uno_env/belief/models.py, trajectory.py, trajectory_kernels.py)
     Mutation("likelihood", "the filter's kernels log the mover's own hand size", "uno_env/belief/trajectory.py",
              (("row[OPP] = 0 if decision is None else decision.opponent_hand_size",
-               "row[OPP] = 0 if decision is None else decision.hand_size"),), LIKELIHOOD, 31),
+               "row[OPP] = 0 if decision is None else decision.hand_size"),), LIKELIHOOD),
     Mutation("likelihood", "the model reads the mover's own hand size", "uno_env/belief/models.py",
              (("card_rank(decision.top), decision.opponent_hand_size)",
                "card_rank(decision.top), decision.hand_size)"),), LIKELIHOOD),
@@ -284,15 +282,15 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("likelihood", "rule attacks at three cards", "uno_env/belief/models.py",
              (("rule_action(hand, opponent_hand_size, legal, n)",
                "rule_action(hand, opponent_hand_size - 1, legal, n)"),), LIKELIHOOD),
-    # --- issue 31: the endings of a game on every env path
+    # --- the endings of a game on every env path
     Mutation("endings", "compiled single env: reward sign flipped when the deck ran out", "uno_env/env.py",
              (("outcome) - RUNNING]\n",
-               "outcome) - RUNNING] * (-1 if min(table.to_game().hand_sizes) else 1)\n"),), ENDINGS, 31),
+               "outcome) - RUNNING] * (-1 if min(table.to_game().hand_sizes) else 1)\n"),), ENDINGS),
     Mutation("endings", "compiled driver: deck-out winner swapped", "uno_env/core.py",
              (("            draw_planned(state, count, possible)\n",
                "            draw_planned(state, count, possible)\n            if state[OUTCOME] >= 0:\n"
                "                state[OUTCOME] = 1 - state[OUTCOME]\n"),), ENDINGS),
-    # the single env's rule opponent is core.choose's rule branch (the one table of compiled players, issue 28)
+    # the single env's rule opponent is core.choose's rule branch (the one table of compiled players)
     Mutation("endings", "compiled single env: the rule opponent reads its own hand size", "uno_env/core.py",
              (("rule_action_inline(hand, state[HAND_SIZES + 1 - seat], legal, n)",
                "rule_action_inline(hand, state[HAND_SIZES + seat], legal, n)"),), ("tests/test_single.py",)),
@@ -304,7 +302,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              (("self.rewards[AGENTS[game.outcome]] = 1.0", "self.rewards[AGENTS[game.outcome]] = -1.0"),
               ("self.rewards[AGENTS[1 - game.outcome]] = -1.0", "self.rewards[AGENTS[1 - game.outcome]] = 1.0")),
              ENDINGS),
-    # --- issue 28, item 7: one driver's rule changed, the others not (each caught by tests/test_consistency.py)
+    # --- one driver's rule changed, the others not (each caught by tests/test_consistency.py)
     Mutation("consistency", "Python engine: reverse does not skip", "uno_env/game.py",
              (("after_play(card, seat, self.hand_sizes[seat])",
                "after_play(card - 2 if _RANK[card] == 11 else card, seat, self.hand_sizes[seat])"),), CONSISTENCY),
@@ -344,15 +342,14 @@ MUTATIONS: tuple[Mutation, ...] = (
              (("    if n_legal == 0:\n        mask[DRAW_ACTION] = 1",
                "    if n_legal < 0:\n        mask[DRAW_ACTION] = 1"),),
              CONSISTENCY),
-    # --- issue 31: names of checkpoints, and shipped agents built from a spec
+    # --- names of checkpoints, and shipped agents built from a spec
     Mutation("specs", "a run's best model labelled best_model", "train/specs.py",
-             (("path.stem not in (\"model\", \"best_model\")", "path.stem != \"model\""),), SPECS, 31),
+             (("path.stem not in (\"model\", \"best_model\")", "path.stem != \"model\""),), SPECS),
     Mutation("specs", "a folder stands for its best model first", "train/specs.py",
              (("CHECKPOINT_NAMES = (\"model.zip\", \"best_model.zip\")",
                "CHECKPOINT_NAMES = (\"best_model.zip\", \"model.zip\")"),), SPECS),
     Mutation("specs", "shipped factories bound late: every name loads the last agent", "agents/shipped.py",
-             (("{name: partial(load_shipped, name) for name", "{name: lambda: load_shipped(name) for name"),), SPECS,
-             31),
+             (("{name: partial(load_shipped, name) for name", "{name: lambda: load_shipped(name) for name"),), SPECS),
     Mutation("specs", "a shipped agent by name ignores deterministic", "train/policies.py",
              (("if spec in policy_names() and spec not in shipped_names():", "if spec in policy_names():"),), SPECS),
     Mutation("specs", "a shipped agent named model", "agents/shipped.py",
@@ -360,7 +357,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("specs", "checkpoint steps not zero-padded", "train/training/trainer.py",
              (("step_{self.model.num_timesteps:09d}.zip", "step_{self.model.num_timesteps}.zip"),),
              ("tests/test_train.py::test_run_folder_layout",)),
-    # --- seeded generators without numpy's seed-sequence code (uno_env/seeding.py, stop 21)
+    # --- seeded generators without numpy's seed-sequence code (uno_env/seeding.py)
     Mutation("seeding", "a spawn key's entropy not padded to the pool", "uno_env/seeding.py",
              (("        words[_POOL] = np.uint64(key)\n        length = _POOL + 1",
                "        words[length] = np.uint64(key)\n        length += 1"),), SEEDING),
@@ -371,7 +368,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("seeding", "a seeded env reset keeps the old np_random", "uno_env/env.py",
              (("self._np_random, self._np_random_seed = seeded_generator(seed), seed",
                "self._np_random_seed = seed"),), SEEDING),
-    # --- evaluations that resume (train/evaluation/pair_store.py, train/evaluation/matches.py, stop 26)
+    # --- evaluations that resume (train/evaluation/pair_store.py, train/evaluation/matches.py)
     Mutation("evaluation", "kept chunks not counted as played", "train/evaluation/pair_store.py",
              (("            done[m, lo:hi] = True", "            done[m, lo:hi] = False"),), RESUME),
     Mutation("evaluation", "the seed left out of what a checkpoint holds", "train/evaluation/matches.py",
@@ -485,17 +482,13 @@ def table(outcomes: list[Outcome]) -> str:
     by_area: dict[str, list[Outcome]] = defaultdict(list)
     for outcome in outcomes:
         by_area[outcome.mutation.area].append(outcome)
-    lines = ["| area | mutations | caught | survived | broken | of which from issues 17/31 (caught) |",
-             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines = ["| area | mutations | caught | survived | broken |", "| --- | ---: | ---: | ---: | ---: |"]
     for area, group in by_area.items():
         count = {s: sum(o.status == s for o in group) for s in ("caught", "survived", "broken")}
-        issue = [o for o in group if o.mutation.issue]
-        lines.append(f"| {area} | {len(group)} | {count['caught']} | {count['survived']} | {count['broken']} | "
-                     f"{len(issue)} ({sum(o.status == 'caught' for o in issue)}) |")
-    lines += ["", "| area | mutation | issue | result | seconds |", "| --- | --- | :---: | --- | ---: |"]
+        lines.append(f"| {area} | {len(group)} | {count['caught']} | {count['survived']} | {count['broken']} |")
+    lines += ["", "| area | mutation | result | seconds |", "| --- | --- | --- | ---: |"]
     for o in outcomes:
-        lines.append(f"| {o.mutation.area} | {o.mutation.name} | {o.mutation.issue or ''} | "
-                     f"{o.status} | {o.seconds:.1f} |")
+        lines.append(f"| {o.mutation.area} | {o.mutation.name} | {o.status} | {o.seconds:.1f} |")
     return "\n".join(lines)
 
 
@@ -524,7 +517,7 @@ def main(argv: list[str] | None = None) -> int:
         mutations = [replace(m, tests=tuple(args.tests)) for m in mutations]
     if args.list:
         for m in mutations:
-            print(f"[{m.area}] {m.name} ({m.path}){f'  issue {m.issue}' if m.issue else ''}")
+            print(f"[{m.area}] {m.name} ({m.path})")
         return 0
     source, outcomes = check(mutations, args.worktree, args.timeout)
     result = table(outcomes)
