@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import pty
 import re
@@ -265,3 +266,34 @@ def test_watch_shows_both_players_moves_and_saves_replayable_records(tmp_path):
     hidden = run_main(["--watch", "rule", "random", "--pace", "0", "--seed", "4", "--hide-hands"], "")[1]
     assert not re.search(r"^ +random: \d+ cards? +\S", hidden, re.M)
     assert re.search(r"^ +random: \d+ cards?$", hidden, re.M)
+
+
+def test_watching_a_seed_again_keeps_the_first_record(tmp_path):
+    records = []
+    for players in (["rule", "random"], ["random", "rule"]):
+        status, out = run_main(["--watch", *players, "--pace", "0", "--seed", "5", "--save-games", str(tmp_path)], "")
+        assert status == 0, out
+        records.append(tmp_path / ("watch-5.json" if not records else "watch-5-2.json"))
+        assert f"Saved the game record to {records[-1]}" in out.replace("\n", "")  # rich wraps a long path
+    assert sorted(tmp_path.iterdir()) == sorted(records)
+    assert [load_record(path).players for path in records] == [("rule", "random"), ("random", "rule")]
+
+
+def test_a_terminal_game_of_a_seed_again_keeps_the_first_record(tmp_path):
+    for _ in range(2):
+        run_game(["q"], seed=9, save_dir=tmp_path)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["uno-play-9-2.json", "uno-play-9.json"]
+
+
+def test_replaying_a_record_its_events_do_not_reproduce_is_a_usage_error(tmp_path, capsys):
+    _, out = run_main(["--watch", "rule", "random", "--pace", "0", "--seed", "2", "--save-games", str(tmp_path)], "")
+    data = json.loads((tmp_path / "watch-2.json").read_text())
+    data["winner"] = {"agent": "opponent", "opponent": "agent"}[data["winner"]]
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(data))
+    with pytest.raises(SystemExit) as exit_info:
+        play.main(["--replay", str(edited)])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"--replay: {edited}: the events end the game at event {len(data['events'])} (" in err
+    assert "but the record says" in err

@@ -117,6 +117,34 @@ def test_replays_are_served_position_by_position(server):
         assert sent["events"] == list(position.events) and len(sent["belief"]) == 2
 
 
+@pytest.mark.parametrize(("damage", "message"), [
+    (lambda d: d.update(winner={"agent": "opponent", "opponent": "agent"}[d["winner"]]), "but the record says"),
+    (lambda d: d.update(events=d["events"][:-1]), "the game goes on: events are missing"),
+])
+def test_a_replay_its_events_do_not_reproduce_is_refused(server, damage, message):
+    _, record = record_match((RulePolicy(), RandomPolicy()), 6, 1, names=["rule", "random"])
+    data = record.to_dict()
+    damage(data)
+    status, answer = call(f"{server}/api/replays", "POST", data)
+    assert status == 400 and message in answer["error"] and "event" in answer["error"], answer
+
+
+def play_out(server: str, opponent: str, seed: int) -> dict:
+    """A whole game against ``opponent`` through the API, always the first legal move; the finished game."""
+    status, game = call(f"{server}/api/games", "POST", {"opponent": opponent, "seed": seed})
+    while status in (200, 201) and game["winner"] is None:
+        status, game = call(f"{server}/api/games/{game['id']}/moves", "POST", {"action": game["legal"][0]["action"]})
+    assert status in (200, 201), game
+    return game
+
+
+def test_two_games_of_one_seed_are_saved_as_two_records(server, tmp_path):
+    games = [play_out(server, opponent, 5) for opponent in ("rule", "random")]
+    saved = sorted((tmp_path / "games").iterdir())
+    assert [path.name for path in saved] == ["uno-web-5-2.json", "uno-web-5.json"]
+    assert [load_record(path).players for path in reversed(saved)] == [tuple(game["players"]) for game in games]
+
+
 def browser_or_skip():
     """Playwright's sync API, or a skip (a failure under UNO_REQUIRE_BROWSER=1) saying what is missing."""
     missing = []
