@@ -10,8 +10,10 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shlex
 import subprocess
 import sys
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -57,6 +59,64 @@ def hits(flagged: Callable[[str], bool]) -> list[str]:
 def names_a_missing_page(line: str) -> bool:
     """Whether ``line`` names a page the site replaced, or a path ``docs/....md`` that does not exist."""
     return bool(RETIRED_PAGES.search(line)) or any(not (DOCS / m.group(1)).is_file() for m in DOCS_PATH.finditer(line))
+
+
+SCRIPTS = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+
+
+def doc_commands() -> list[tuple[str, list[str]]]:
+    """``(page, words)`` of every command in the bash blocks of the site's pages (continued lines joined)."""
+    commands = []
+    for page in sorted(DOCS.rglob("*.md")):
+        for block in re.findall(r"```bash\n(.*?)```", page.read_text(), flags=re.DOTALL):
+            for line in block.replace("\\\n", " ").splitlines():
+                words = shlex.split(line, comments=True)
+                if words:
+                    commands.append((str(page.relative_to(ROOT)), words))
+    return commands
+
+
+def program(words: list[str]) -> tuple[list[str], list[str]] | None:
+    """The command line that runs the project program a command names (``uno-*``, ``python -m train...``,
+    ``python benchmarks/....py``) and the command's arguments; None for other commands (pip, ray, tensorboard)."""
+    name = Path(words[0]).name
+    if name in SCRIPTS:
+        return [sys.executable, "-m", SCRIPTS[name].split(":")[0]], words[1:]
+    if name.startswith("python") and len(words) > 2:
+        if words[1] == "-m" and words[2].split(".")[0] in ("train", "agents", "uno_env"):
+            return [sys.executable, "-m", words[2]], words[3:]
+        if words[1].startswith("benchmarks/"):
+            return [sys.executable, str(ROOT / words[1])], words[2:]
+    return None
+
+
+def uses_of_programs() -> dict[str, list[tuple[str, list[str], list[str]]]]:
+    """Each program the pages run, by name: ``(page, command line, arguments)`` of every command that runs it."""
+    uses: dict[str, list[tuple[str, list[str], list[str]]]] = {}
+    for page, words in doc_commands():
+        if (found := program(words)) is not None:
+            line, arguments = found
+            uses.setdefault(" ".join(Path(word).name for word in line[1:]), []).append((page, line, arguments))
+    return uses
+
+
+PROGRAMS = sorted(uses_of_programs())
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_the_pages_commands_use_real_programs_and_options(name: str) -> None:
+    """Every program a page runs exists, every ``--option`` it is given is in the program's ``--help``, and every
+    config file named exists."""
+    uses = uses_of_programs()[name]
+    result = subprocess.run([*uses[0][1], "--help"], cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, f"{name} --help failed (named in {uses[0][0]}):\n{result.stderr[-2000:]}"
+    known = set(re.findall(r"--[\w-]+", result.stdout))
+    for page, _, arguments in uses:
+        options = {word.split("=")[0] for word in arguments if word.startswith("--")}
+        assert options <= known, f"{page}: {name} has no {sorted(options - known)}"
+        for word in arguments:
+            if word.startswith("configs/"):
+                assert (ROOT / word).is_file(), f"{page}: {word} does not exist"
 
 
 def test_the_site_builds_strictly(tmp_path: Path) -> None:
