@@ -3,21 +3,22 @@
     python benchmarks/generations.py runs/ei-a runs/ei-b --labels unguided guided --out docs/figures/generations.png \
         --pairs 2000 --seed 12346
 
-Reads the warm start's records of each run folder (``pretrain/round_K.json``, written by
-:func:`train.training.pretrain.improve` as each generation ends: win rates against ``rule``, ``random`` and the
-generation before on the gate's deal pairs, with 95% bounds, the fit's held-out metrics, positions per second and
-seconds), prints them as a Markdown table and draws the win rates against ``rule`` and ``random`` by generation,
-each with its interval as a band. Those win rates are measured on the gate's deals (``eval.seed``), which chose the
-kept generations.
+Reads the generation records of each run folder (``expert_iteration/generation_K.json``, written by
+:func:`train.training.expert_iteration.run_expert_iteration` as each generation ends: win rates against ``rule``,
+``random`` and the generation before on the gate's deal pairs, with 95% bounds, the fit's held-out metrics, positions
+per second and seconds), prints them as a Markdown table and draws the win rates against ``rule`` and ``random`` by
+generation, each with its interval as a band. Those win rates are measured on the gate's deals (``eval.seed``), which
+chose the kept generations.
 
-With ``--pairs``, the first and the last generation's networks (``pretrain/round_1.zip``, ``pretrain/round_N.zip``)
-of each run play ``rule`` again on that many fresh deal pairs of ``--seed``, and the table gets the paired difference
-last minus first with its 95% interval (:func:`train.evaluation.statistics.difference_interval`): whether the run
-climbed, on deals that chose nothing. With ``--every``, every generation plays them, in a table per run and in the
-figure: beside the gate's curve against ``rule`` (the curve of a run without a gate), and in a panel of its own as each
-generation minus the first, paired. ``--start SPEC`` also plays the network the runs started from (a run with
-``policy.init``, e.g. a shipped agent) on the same deals, adds each run's last generation minus it, and draws it as a
-line. The ``random`` panel is drawn only for runs with a gate.
+With ``--pairs``, the first and the last generation's networks (``expert_iteration/generation_1.zip``,
+``expert_iteration/generation_N.zip``) of each run play ``rule`` again on that many fresh deal pairs of ``--seed``,
+and the table gets the paired difference last minus first with its 95% interval
+(:func:`train.evaluation.statistics.difference_interval`): whether the run climbed, on deals that chose nothing. With
+``--every``, every generation plays them, in a table per run and in the figure: beside the gate's curve against
+``rule`` (the curve of a run without a gate), and in a panel of its own as each generation minus the first, paired.
+``--start SPEC`` also plays the network the runs started from (a run with ``policy.init``, e.g. a shipped agent) on
+the same deals, adds each run's last generation minus it, and draws it as a line. The ``random`` panel is drawn only
+for runs with a gate.
 """
 
 from __future__ import annotations
@@ -38,15 +39,18 @@ import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 from train.evaluation.matches import MatchResult, evaluate  # noqa: E402
 from train.evaluation.statistics import difference_interval, score_interval  # noqa: E402
 
-_ROUND = re.compile(r"round_(\d+)\.json")
+_RECORD = re.compile(r"generation_(\d+)\.json")
+#: A run's expert-iteration folder (train.training.expert_iteration.FOLDER; not imported: it would load torch's
+#: training stack for a folder name).
+FOLDER = "expert_iteration"
 
 
 def read_generations(run: Path) -> list[dict]:
     """A run's generation records, in order, each with its ``generation`` number."""
-    found = sorted((int(m.group(1)), path) for path in (run / "pretrain").glob("round_*.json")
-                   if (m := _ROUND.fullmatch(path.name)))
+    found = sorted((int(m.group(1)), path) for path in (run / FOLDER).glob("generation_*.json")
+                   if (m := _RECORD.fullmatch(path.name)))
     if not found:
-        raise SystemExit(f"generations: {run} has no pretrain/round_*.json (is it a search-values run folder?)")
+        raise SystemExit(f"generations: {run} has no {FOLDER}/generation_*.json (is it an expert-iteration run?)")
     return [{"generation": number, **json.loads(path.read_text())} for number, path in found]
 
 
@@ -88,8 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.start:
             start = evaluate(args.start, ["rule"], args.pairs, args.seed, workers=args.workers)[0]
         for label, run, records in zip(labels, args.runs, curves, strict=True):
-            networks = [run / "pretrain" / f"round_{r['generation']}.zip" for r in records] if args.every else \
-                [run / "pretrain" / f"round_{records[n]['generation']}.zip" for n in (0, -1)]
+            networks = [run / FOLDER / f"generation_{r['generation']}.zip" for r in records] if args.every else \
+                [run / FOLDER / f"generation_{records[n]['generation']}.zip" for n in (0, -1)]
             scores = [evaluate(str(path), ["rule"], args.pairs, args.seed, workers=args.workers)[0]
                       for path in networks]
             runs_scores.append(scores)
