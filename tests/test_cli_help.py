@@ -75,6 +75,16 @@ def test_a_mistyped_shipped_config_gets_the_closest_name_and_the_list(capsys: py
         find_config("configs/defualt.yaml")
 
 
+def test_a_shipped_sweep_is_found_by_name_and_a_mistyped_one_gets_the_closest(capsys: pytest.CaptureFixture[str]):
+    pytest.importorskip("ray")
+    pytest.importorskip("optuna")
+    name = max(config_names("sweeps"), key=len)
+    assert find_config(name, "sweeps") == CONFIGS_DIR / "sweeps" / f"{name}.yaml"
+    assert tune.main([name[:-1]]) == 2
+    err = capsys.readouterr().err
+    assert f"sweep file {name[:-1]} does not exist" in err and f"did you mean {name!r}?" in err
+
+
 def test_a_folder_given_as_the_config_is_not_taken_for_the_shipped_config_of_its_name(tmp_path: Path):
     folder = tmp_path / "default"
     folder.mkdir()
