@@ -1,12 +1,12 @@
-"""Turn a finished training run into a shipped agent: ``models/<name>/`` with its model card.
+"""Turn a finished training run into a shipped agent: the folder models/NAME with its model card.
 
-    python -m train.cli.ship runs/default-20261123-031500 my-agent
+example:
+  python -m train.cli.ship runs/default-20261123-031500 my-agent
 
-copies from the run folder the best model (as ``model.zip``), the resolved config, the evaluation
-history, the run record and the final evaluation, then writes ``README.md``, the model card: what
-the agent is, how it was trained (config, steps, wall time, machine), and its final evaluation
-table with 95% confidence intervals. The shipped folder is then a player spec everywhere
-(``my-agent`` or ``models/my-agent``: see :mod:`train.policies`).
+It copies from the run folder the best model (as model.zip), the resolved config, the evaluation history, the
+run record and the final evaluation, then writes README.md, the model card: what the agent is, how it was trained
+(config, steps, wall time, machine), and its final evaluation table with 95% confidence intervals. The agent is
+then a player everywhere, by its name (my-agent) or its folder (models/my-agent).
 """
 
 from __future__ import annotations
@@ -110,7 +110,9 @@ def ship(run_dir: str | Path, name: str, models_dir: Path = MODELS_DIR) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: ``python -m train.cli.ship RUN_DIR NAME``."""
-    parser = argparse.ArgumentParser(prog="python -m train.cli.ship", description=__doc__.split("\n\n")[0])
+    description, epilog = __doc__.split("\n\n", 1)
+    parser = argparse.ArgumentParser(prog="python -m train.cli.ship", description=description, epilog=epilog,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", type=Path, help="a finished training run folder")
     parser.add_argument("name", help="the agent's name: its folder under models/")
     args = parser.parse_args(argv)
