@@ -215,6 +215,14 @@ def test_a_person_plays_a_whole_game_by_clicks_in_chromium(server, tmp_path):
             page.click("#replay-end")
             assert page.text_content("#replay-at") == f"move {last} of {last}"
             assert not page.locator("#result").is_hidden()
+            # A record cut short is refused, the message naming the file and what is wrong.
+            cut = load_record(saved[0]).to_dict()
+            cut["events"] = cut["events"][:-1]
+            (tmp_path / "cut.json").write_text(json.dumps(cut))
+            page.set_input_files("#replay-file", str(tmp_path / "cut.json"))
+            page.wait_for_function("document.querySelector('#message').textContent !== ''")
+            message = page.text_content("#message")
+            assert message.startswith("cut.json: not a valid game record: ") and "events are missing" in message
             assert not errors, errors
         finally:
             browser.close()

@@ -222,7 +222,11 @@ async function loadReplay(file) {
     } catch (error) {
       throw new Error(`${file.name} is not JSON: ${error.message}`);
     }
-    replay = await api("POST", "/api/replays", record);
+    try {
+      replay = await api("POST", "/api/replays", record);
+    } catch (error) {
+      throw new Error(`${file.name}: ${error.message}`);
+    }
     game = null;
     at = 0;
     $("#record-link").hidden = true;
