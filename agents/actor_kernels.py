@@ -51,8 +51,8 @@ assert _FOLLOW + 2 == 121
 #: Hidden-layer activations the forward pass computes, by code.
 TANH, RELU = 0, 1
 #: The most positions one forward pass takes (the rows of the params' buffers). A pass over 64 rows costs about
-#: 5 times less per position than 64 passes of one for the 512x512x256 networks (docs/BENCHMARKS.md, "Batched
-#: forward passes in the guided search").
+#: 5 times less per position than 64 passes of one for the 512x512x256 networks (docs/benchmarks.md, "Network
+#: speed").
 BATCH = 64
 #: Below this many rows the first layer adds the weight rows of each position's non-zero inputs; from it on, one
 #: dense matrix product over the rows is faster (the observation is about 80 set entries of 294).
@@ -96,8 +96,7 @@ def _sparse_input(weight_t: np.ndarray, x: np.ndarray, out: np.ndarray, nonzero:
 
     The first layer's weights are stored transposed (``weight_t``: inputs x outputs), so this adds the rows of the
     set inputs, four rows a pass so each output is loaded and stored a quarter as often: two to four times faster
-    than the dense product of one position (docs/BENCHMARKS.md, "The network's forward pass in the compiled
-    kernels")."""
+    than the dense product of one position (docs/benchmarks.md, "Network speed")."""
     m = 0
     for j in range(x.shape[0]):
         if x[j] != 0.0:
@@ -122,7 +121,7 @@ def _sparse_input(weight_t: np.ndarray, x: np.ndarray, out: np.ndarray, nonzero:
 # (benchmarks/tanh_fit.py prints these numbers), within 5e-7 of tanh in float32. numba's exp is a scalar call (PyPI's
 # llvmlite has no vector maths library); this is multiplications and one division, which the compiler vectorizes
 # when a division by zero may give inf instead of raising (error_model="numpy" below): the activation of a batched
-# pass takes a seventh of the time of tanh by exp (docs/BENCHMARKS.md, "A vectorized tanh").
+# pass takes a seventh of the time of tanh by exp (docs/design.md, "The guided search: batches and a rational tanh").
 _TANH_CLIP = np.float32(9.0)
 _P0, _P1, _P2, _P3, _P4, _P5, _P6 = (np.float32(c) for c in (
     0.9999999323951679, -0.15887455476151935, 0.031426227028180424, 0.007945172283570287, 0.00022509891374829458,

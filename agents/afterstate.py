@@ -20,7 +20,8 @@ feature            size  meaning
 =================  ====  ===============================================================================
 
 Moves that leave similar hands share what is learned about them. On the same search-value labels the afterstate
-actor wins about 3 points more against ``rule`` than the per-action rows (docs/RESULTS.md, "An afterstate actor").
+actor wins about 3 points more against ``rule`` than the per-action rows (docs/results.md, "Strength of the shipped
+players").
 The legal moves are read from the observation's ``legal`` channel, so the head needs nothing but the observation:
 the logits of illegal actions are 0 (every player and MaskablePPO mask them). The critic is the usual MLP.
 

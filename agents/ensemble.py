@@ -1,8 +1,8 @@
 """Several MLP checkpoints as one: the network whose logits are the sum of theirs (an ensemble that loads like any).
 
 Networks fitted to the same labels from different seeds make different errors; summing their logits averages the
-errors out (docs/RESULTS.md, "Search values distilled": three fit seeds of ``search-q-particles`` summed win 58.1%
-against rule where each alone wins 56.3% - 56.8%). Rather than a new kind of player, :func:`merge` writes the
+errors out (docs/results.md, "Strength of the shipped players": three fit seeds of ``search-q-particles`` summed
+win 58.1% against rule where each alone wins 56.3% - 56.8%). Rather than a new kind of player, :func:`merge` writes the
 ensemble as one MaskablePPO network of the same activation: each hidden layer is the members' layers side by side
 (the first reads the shared observation; the later ones are block-diagonal, so no member reads another's units), the
 action head adds the members' heads and the value head averages theirs. Its logits equal the sum exactly (up to

@@ -2,7 +2,7 @@
 
 Every name a user can seat (``uno-evaluate search-guided``, ``uno-play --opponent search-guided``,
 ``gym.make("Uno-v0", opponent="search-guided")``) builds :func:`guided_search` with its defaults, which are the
-player measured in docs/RESULTS.md ("The guided search in batches", "The guided search at 3,000 simulations"):
+player measured in docs/results.md ("Strength of the shipped players"):
 
 * **Worlds** come from the particle filter with the **learned opponent model** (:mod:`uno_env.belief.learned`): it is
   not told whom it plays, and finds out from the opponent's plays which of its candidate models fits.
@@ -15,7 +15,7 @@ player measured in docs/RESULTS.md ("The guided search in batches", "The guided 
 Strength, with the shipped ``search-q-none`` as the network and 1,800 or 3,000 simulations a decision: **65.1%
 (64.5% - 65.8%) against** ``rule`` over 8,000 fresh deal pairs, where the network alone wins 56.2%; 77.8% against
 ``random`` (500 pairs). A decision takes
-about 0.12 s of one core at 1,800 simulations (docs/BENCHMARKS.md, "A vectorized tanh"), so an evaluation of 2,000
+about 0.12 s of one core at 1,800 simulations (docs/benchmarks.md, "Search speed"), so an evaluation of 2,000
 pairs against ``rule`` takes about an hour on two cores.
 """
 

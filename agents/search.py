@@ -41,15 +41,15 @@ A network can guide the search beyond playing the searching seat's rollouts (``r
   PUCT or UCB1 would if the simulations already chosen had scored their action's mean (a *virtual visit*), and they
   are played together, one forward pass over all the positions that await the network
   (:func:`agents.search_kernels.pick_batch`, :func:`agents.search_kernels.network_rewards`). A pass over 64
-  positions costs a fraction of 64 passes (docs/BENCHMARKS.md, "Batched simulations in the guided search"); each
+  positions costs a fraction of 64 passes (docs/design.md, "The guided search: batches and a rational tanh"); each
   simulation still scores what it would alone, and ``batch=1`` is the search one simulation at a time.
 
 The tree is one level deep: UCB over the legal actions at the root information set, rollouts below. Deeper trees
 measured weaker at the few hundred simulations a move they were tried with: nodes below the root got too few visits
-to beat the rollout policy's moves there (docs/RESULTS.md, "Search player").
+to beat the rollout policy's moves there (docs/results.md, "Tried and dropped").
 
 The default budget, 16,000 simulations a move (about 0.2 s on one core of the project's machine), wins 4.5 points
-more against the rule player than 800 simulations (docs/RESULTS.md, "Equal time per move").
+more against the rule player than 800 simulations.
 
 Why information-set MCTS and not POMCP: the belief lives in :mod:`uno_env.belief`, updated from the
 public events between decisions, so the search only needs root samples from it; POMCP keeps its own

@@ -16,7 +16,7 @@ with the opponent's policy, and a table of what that filter did per game (resamp
 accepted, rescues, recoveries, fallbacks). ``--learned`` adds per-view rows for the filter that learns its opponent's
 model instead (``make_belief(..., opponent_model="learned")``, :mod:`uno_env.belief.learned`), which the env cannot
 use: its cost per view is the whole of what it would add to a step. Each figure is the best of ``--repeats`` runs
-(slower runs measure other load on the machine). Results go to stdout as Markdown tables (docs/BENCHMARKS.md).
+(slower runs measure other load on the machine). Results go to stdout as Markdown tables (docs/benchmarks.md).
 
 ``--clock cpu`` times with the CPU time of the benchmark's thread (``time.thread_time``) instead of the wall
 clock: on a machine shared with other busy processes the wall times of these short measurements swing by a
@@ -24,7 +24,7 @@ factor of two from run to run, the CPU times much less (cache effects of the oth
 
 ``--pairs K`` adds the steadier figure of a shared machine: ``counting`` and ``particles`` (the first ``--particles``)
 stepped in turn in this one process, K pairs of ``--games`` games each; reported: the median of the K ratios
-particles / counting of µs per env step, their range, and the smallest step times (docs/BENCHMARKS.md).
+particles / counting of µs per env step, their range, and the smallest step times (docs/benchmarks.md).
 
 ``--cache`` also counts how often a public position of the tracked seat repeats (the particle cache of the
 design note keys particles by position; a cache only pays if positions recur).

@@ -5,7 +5,7 @@
 
 Both players meet each opponent on the same ``--pairs`` deal pairs of ``--seed``; the difference of each deal pair's
 mean score is one observation, so the luck of the deal, shared by both, cancels
-(:func:`train.evaluation.statistics.difference_interval`). This is how docs/RESULTS.md says whether a phase of
+(:func:`train.evaluation.statistics.difference_interval`). This is how docs/results.md says whether a phase of
 training (a PPO phase, a generation) added anything: a 95% interval of the difference that excludes 0.
 """
 

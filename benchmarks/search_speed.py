@@ -24,7 +24,7 @@ def simulations_per_second(games: int, simulations: int, rollout: str, seed: int
     """(simulations per second, milliseconds per searched decision) over ``games`` games against ``rule``."""
     rival = RulePolicy()
     # One short game first, not counted: it loads (or compiles) the rollout kernels, whose one-off cost is
-    # reported in docs/BENCHMARKS.md apart from the speed.
+    # reported in docs/benchmarks.md apart from the speed.
     warm_up = SearchPolicy(simulations=10, belief="counting", rollout=rollout)
     play_game((warm_up, rival), seed + games)  # a seed the timed games do not use
     searcher = SearchPolicy(simulations=simulations, belief=belief, rollout=rollout)

@@ -29,7 +29,7 @@ actions): belief update plus search, on one core, while other work may share the
 (one legal action) cost only the belief update and are not counted. ``sims/move`` is the mean count of simulations
 of those decisions, and ``sims/s`` their count per second of that time.
 
-Prints a Markdown table (copied into docs/RESULTS.md, "Search player"). With ``--reference PLAYER`` it then prints
+Prints a Markdown table (the search players' tables of docs/results.md). With ``--reference PLAYER`` it then prints
 each other player's score minus the reference player's on the same deal pairs and budget, with its paired 95%
 t-interval (:func:`train.evaluation.statistics.difference_interval`): the luck of the deal cancels, so
 differences of a few points separate with far fewer pairs than the cells' own intervals need. ``--save`` keeps

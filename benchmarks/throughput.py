@@ -23,8 +23,8 @@ All measurements run in turn, ``--repeats`` rounds of each, so drifting load on 
 the best round of each is reported (slower rounds measure other load). The ratios to RLCard are paired: in every
 round RLCard is timed again right before each of our rows, and a row's ratio is the median over the rounds of its
 rate over that RLCard timing. (A ratio of two best rounds, RLCard's measured minutes apart from the row, moved by
-more than 10% between runs on a shared machine: docs/BENCHMARKS.md, "Faster steps".)
-Results go to stdout as a Markdown table (copied into docs/BENCHMARKS.md).
+more than 10% between runs on a shared machine: docs/benchmarks.md.)
+Results go to stdout as a Markdown table (copied into docs/benchmarks.md).
 """
 
 from __future__ import annotations

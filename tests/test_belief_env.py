@@ -91,7 +91,7 @@ def test_maskable_ppo_learns_with_particles_and_its_checkpoint_refuses_counting(
 
 def test_env_particle_filter_does_not_model_its_opponent():
     """The env's tracker is the lazy plain-likelihood filter whoever the opponent is: a learner's features must not
-    change meaning with the opponent (docs/BELIEF.md)."""
+    change meaning with the opponent (docs/beliefs.md)."""
     for opponent in ("random", "rule"):
         env = UnoEnv(opponent=opponent, belief="particles", n_particles=32)
         env.reset(seed=0)

@@ -89,7 +89,7 @@ def test_reweighting_every_row_to_zero_raises_depleted():
 # ---------------------------------------------------------------------------------------------- compiled kernels
 def row_hands(states: HandStates, U: np.ndarray, s: int) -> list[tuple[np.ndarray, float]]:
     """Every hand row ``s`` allows, with ``P(h | s) = prod_j [prod_{t in j} C(A_t, h_t - R_t)] / C(m_j, K_j)``
-    (docs/BELIEF.md), by enumerating the lazy cards type by type: written from the definition, not the kernels."""
+    (docs/beliefs.md), by enumerating the lazy cards type by type: written from the definition, not the kernels."""
     R, K, dom = states.R[s], states.K[s], states.dom
     A = U - R
     out = [(R.copy(), 1.0)]

@@ -1,4 +1,4 @@
-"""Every driver of a game step plays the same games, state by state (issue 28, item 7; OpenSpiel's
+"""Every driver of a game step plays the same games, state by state (OpenSpiel's
 ``kuhn_poker_test.test_consistent`` walks twin implementations the same way).
 
 The drivers:
@@ -11,8 +11,8 @@ The drivers:
 * ``compiled``: ``UnoEnv`` on its compiled path (:mod:`uno_env.single`; the built-in policy itself);
 * ``vector1`` and ``vectorN``: :class:`~uno_env.vector.UnoVectorEnv` with one sub-env and with several.
 
-What is meant to be identical, and where the drivers legitimately part (docs/DECISIONS.md, "The single env's
-compiled path" and "Native vector env"):
+What is meant to be identical, and where the drivers legitimately part (docs/design.md, "Compiled kernels and their
+Python twin"):
 
 1. **engine, python, compiled**: for the same reset seed (or scenario) and the same agent actions, everything at
    every step, through reshuffles, impossible draws, illegal actions and steps after the end: the whole position

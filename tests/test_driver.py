@@ -1,4 +1,4 @@
-"""The compiled step sequence's one driver, ``core.play_turn``, and the one outcome table (issue 28, items 1 and 4).
+"""The compiled step sequence's one driver, ``core.play_turn``, and the one outcome table.
 
 The driver's stopping rules (the envs stop at every decision of the agent's seat, the playouts only at real choices,
 within a budget) and its forfeit are checked on seeded games against a loop written here from RULES.md's turn; the
@@ -20,7 +20,7 @@ from uno_env.cards import NUM_ACTIONS
 from uno_env.game import Game
 
 ROOT = Path(__file__).resolve().parent.parent
-#: The packages whose kernels (every one, the belief filters' too) issue 28 bounds to 10 positional parameters.
+#: The packages whose kernels (every one, the belief filters' too) take at most 10 positional parameters.
 KERNEL_PACKAGES = ("uno_env", "agents", "train")
 #: The calls that make a move on a packed state; a loop around one of them moves seats through turns.
 MOVES = {"play_card", "draw_planned", "apply_action", "_draw"}

@@ -1,4 +1,4 @@
-"""``search-guided`` (agents/guided.py): the named player is the guided search that docs/RESULTS.md measured."""
+"""``search-guided`` (agents/guided.py): the named player is the guided search that docs/results.md measured."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The search guided by a network (agents/search.py, issue 26): the critic at the leaves, the policy as the root prior.
+"""The search guided by a network (agents/search.py): the critic at the leaves, the policy as the root prior.
 
 The networks here are tiny (one hidden layer of 16, the shape of test_search_invariants.py's actor, so the kernels
 compiled for it are reused) and rigged where a test needs a known answer: a critic whose last layer is zero

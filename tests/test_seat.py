@@ -68,7 +68,7 @@ def test_game_seeds_are_a_function_of_the_seed():
 
 
 def test_the_deal_and_reshuffle_streams_are_the_spawned_children():
-    """The deal and reshuffle generators, seeded by uno_env.seeding (issue 28's speed), are
+    """The deal and reshuffle generators, seeded by uno_env.seeding (for speed), are
     SeedSequence(seed).spawn(3)'s first and second children's generators draw for draw, also across a pickle."""
     for seed in (0, 7, 2**40):
         children = np.random.SeedSequence(seed).spawn(3)
@@ -98,7 +98,7 @@ def test_start_game_resets_each_policy_from_its_seat_seed():
 
 
 def test_the_seats_seeds_are_the_third_spawned_childs_draws():
-    """The seats' seeds, derived only when read and from the bit generator's words (issue 28's speed), are the
+    """The seats' seeds, derived only when read and from the bit generator's words (for speed), are the
     integers(0, 2**62, size=2) of SeedSequence(seed).spawn(3)'s third child, as when game_seeds drew them at once."""
     for seed in [*range(300), 2**40, 2**62 - 1]:
         child = np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[2])

@@ -1,4 +1,4 @@
-"""Strict actions (issue 11): only integers are actions, in the Gymnasium env, a vector env and the PettingZoo env.
+"""Strict actions: only integers are actions, in the Gymnasium env, a vector env and the PettingZoo env.
 
 ``int(action)`` used to turn ``4.3``, ``"4"``, ``b"4"`` and ``Fraction(9, 2)`` into action 4, ``inf`` into an
 OverflowError, and a bad value into "got -1" in the error. Now anything but an integer raises ``TypeError``

@@ -13,7 +13,7 @@ Two layers:
   (:func:`rule_action`, which :class:`~uno_env.opponents.RulePolicy` calls), and a playout to the end of the
   game with a built-in policy for each seat (:func:`playout`; :func:`simulate`, the search player's rollouts;
   :func:`advance`, which stops where another player, compiled elsewhere, chooses).
-* **The driver**, :func:`play_turn`: the one loop that moves seats through turns (issue 28). The single env's
+* **The driver**, :func:`play_turn`: the one loop that moves seats through turns. The single env's
   compiled path (:mod:`uno_env.single`), the native vector env (:mod:`uno_env.vector`) and :func:`advance` (so every
   playout) call it; what differs between them is data in its control vector (where to stop, each seat's player, a
   budget) and arguments that may be ``None`` (the Python generators' draws, a compiled chooser, the event log).
@@ -25,9 +25,9 @@ anew in every process (the cache does not recognise the function type again), wh
 
 Why :class:`~uno_env.game.Game` keeps Python lists instead of this packed state: a numba call costs about half a
 microsecond of dispatch and every read of a numpy scalar from Python about 0.2 µs, which would make a game stepped
-from Python slower, while the kernels pay off where many steps run without Python in between
-(docs/DECISIONS.md, "Compiled rules core"). The single Gymnasium env is such a place when its opponent is built in:
-its compiled path (:mod:`uno_env.single`) plays the agent's action and all the opponent's moves in one call.
+from Python slower, while the kernels pay off where many steps run without Python in between (docs/design.md,
+"Compiled kernels and their Python twin"). The single Gymnasium env is such a place when its opponent is built in: its
+compiled path (:mod:`uno_env.single`) plays the agent's action and all the opponent's moves in one call.
 
 Randomness: :class:`~uno_env.game.Game` shuffles with its ``numpy.random.Generator``. Compiled playouts cannot
 call it, so they shuffle with a splitmix64 stream held in a ``uint64`` array of one element, seeded by the
@@ -106,7 +106,7 @@ ACTION_CARD = np.array([action_card(a) for a in range(NUM_ACTIONS)], dtype=np.in
 # With (colour, top_rank) in force, the actions playing a card type of cards.PLAYABLE[colour][top_rank], ascending:
 # _PLAYABLE_ACTIONS[colour, top_rank, :_PLAYABLE_COUNT[colour, top_rank]], and the card type each plays in
 # _PLAYABLE_CARDS. At most 24 (13 of the colour, 3 of the rank, 4 colours of each wild): legal_actions_into checks
-# those, not all 60, a third faster (docs/BENCHMARKS.md, "Faster steps").
+# those, not all 60, a third faster (measured).
 _PLAYABLE_COUNT = np.zeros((4, 15), dtype=np.int64)
 _PLAYABLE_ACTIONS = np.zeros((4, 15, 24), dtype=np.int64)
 for _colour in range(4):
@@ -283,8 +283,8 @@ def legal_actions_into(state: np.ndarray, out: np.ndarray) -> int:
 # The step kernels' hot functions come compiled twice: under their own name, compiled and cached for Python and the
 # other kernels, and as a twin of the same Python function inlined into the kernel that calls it (numba's
 # inline="always": the driver, the compiled envs' step kernels). Inlined, a call costs neither the call nor the atomic
-# reference counting numba does for each array argument, about a tenth of a vector env step (docs/BENCHMARKS.md,
-# "Faster steps").
+# reference counting numba does for each array argument, about a tenth of a vector env step
+# (measured).
 #: :func:`legal_actions_into` inlined where it is called.
 legal_actions_inline = njit(inline="always")(legal_actions_into.py_func)
 
@@ -428,7 +428,7 @@ choose_inline = njit(inline="always")(choose.py_func)
 
 
 # ---------------------------------------------------------------------- the driver: play on until a seat's decision
-# The compiled step sequence exists once, here (issue 28): the native vector env, the single env's compiled path and
+# The compiled step sequence exists once, here: the native vector env, the single env's compiled path and
 # the playouts of the search player and its network all play their games on with play_turn.
 #: The opponent code of a chooser compiled elsewhere (a checkpoint's actor): the one after :data:`COMPILED_PLAYERS`.
 EXTERNAL = len(COMPILED_PLAYERS)
@@ -614,7 +614,7 @@ def simulate(state: np.ndarray, action: int, policy0: int, policy1: int, seed: n
     return playout(game, policy0, policy1, stream, max_actions)
 
 
-# ---------------------------------------------------------------------- the deal (issue 12: the native vector env)
+# ---------------------------------------------------------------------- the deal (the native vector env)
 _FULL_DECK = np.array(full_deck(), dtype=np.int64)
 _COLOUR_OF = tuple(card_colour(card) for card in range(_N))
 

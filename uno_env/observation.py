@@ -78,7 +78,7 @@ class Scalars(NamedTuple):
 
 
 # Inlined into each kernel that encodes (numba's inline="always"), as are mask_into and encode_seat_into: the
-# compiled envs encode at every step, and a call costs there (docs/BENCHMARKS.md, "Faster steps").
+# compiled envs encode at every step, and a call costs there.
 @njit(inline="always")
 def encode_into(counts: np.ndarray, hand_at: int, discard_at: int, legal: np.ndarray, n_legal: int, view: Scalars,
                 out: np.ndarray) -> None:
@@ -95,7 +95,7 @@ def encode_into(counts: np.ndarray, hand_at: int, discard_at: int, legal: np.nda
     out[NUM_CARD_TYPES:_DISCARD] = 0.0
     for card in range(NUM_CARD_TYPES):
         # Counts are 0..4, so through int32: the conversion to float32 is the same number, and twice as fast as
-        # from int64 (the vector env encodes every game at every step: docs/BENCHMARKS.md, "Faster steps").
+        # from int64 (the vector env encodes every game at every step).
         held, discarded = np.int32(counts[hand_at + card]), np.int32(counts[discard_at + card])
         out[card] = held
         out[_DISCARD + card] = discarded
@@ -226,7 +226,7 @@ class SeatObserver:
         if self.belief_kind == "none" or self.reads_state:
             return
         # No opponent model: a learner's features must not depend on who it plays, and the policy-aware filter
-        # costs tens of milliseconds per view (docs/BENCHMARKS.md), far beyond an env step.
+        # costs tens of milliseconds per view (docs/benchmarks.md, "Belief cost"), far beyond an env step.
         self.tracker = make_belief(self.belief_kind, n_particles=self.n_particles, rng=rng)
         self.tracker.reset(game.observe(seat))
 

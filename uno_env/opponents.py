@@ -56,7 +56,7 @@ class RulePolicy:
     * **Stop the opponent going out**: when the opponent holds 2 cards or fewer, skip/reverse/+2
       score +20 and +4 scores +20 more, so attacks come before anything else.
 
-    Under random play from the other seat it wins about two thirds of the games (docs/RESULTS.md).
+    Under random play from the other seat it wins about two thirds of the games (docs/results.md).
     """
 
     likelihood_model = RuleModel()

@@ -35,7 +35,7 @@ Policies by name (:func:`make_policy`): ``"random"`` and ``"rule"`` (:mod:`uno_e
 listing further names), declared in their ``pyproject.toml`` and read from the installed metadata: this project's
 ``agents`` package declares ``"search"`` and the catalogue of the shipped agents (``"search-q-none"``, ...).
 So ``uno_env`` never names a module above it (tests/test_layers.py checks its strings too), and naming a policy
-imports nothing until it is built (docs/DECISIONS.md, "Policies of upper layers by entry points").
+imports nothing until it is built (docs/design.md, "Policies of upper layers by entry points").
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ is to move or the game is over (``play``), end the game on an illegal action (``
 base observation (``obs``), its public events since its previous decision (``events``) and the outcome from its seat
 (``outcome``: ``None`` while the game runs, else :data:`~uno_env.view.WIN`, :data:`~uno_env.view.LOSS` or
 :data:`~uno_env.view.DRAWN`), and give its mask, its RULES.md ``info``, its :class:`~uno_env.view.PublicView` and the
-position as a ``Game``. So the env's ``step``, observation and mask are written once, over either (docs/DECISIONS.md,
-"UnoEnv: one step path").
+position as a ``Game``. So the env's ``step``, observation and mask are written once, over either (docs/design.md,
+"Compiled kernels and their Python twin").
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Every env reset makes four seeded generators (Gymnasium's ``np_random``, the deal's, the seats' seeds', the random
 player's): ``np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=key))``. numpy builds the seed sequence
 and hashes it into the generator's first state in Python-level code, 13 to 27 µs a generator, a sixth to a quarter
-of a reset against the random player (docs/BENCHMARKS.md, "Seeded generators without numpy's seed sequence").
+of a reset against the random player (docs/design.md, "One seat module, one seed").
 
 :func:`seeded_generator` returns the same generator, draw for draw, at about a fifth of numpy's cost (6.8 against
 33.1 µs in one timing): a compiled kernel computes the seed sequence's words (numpy's ``SeedSequence.generate_state``,

@@ -25,7 +25,7 @@ Python. Both play the same games:
 tests/test_single.py plays both paths side by side and checks every observation, mask, reward and ``info``.
 Why: through :class:`~uno_env.game.Game` an env step built public views for both seats, converted Python lists to
 arrays for the encoder and checked each action's legality twice; here one call does the rules and the encoding and
-Python only builds the ``info`` dict, about half the cost per step (docs/BENCHMARKS.md, issue 12).
+Python only builds the ``info`` dict, about half the cost per step.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ _RUN_TYPES = (types.int64[::1], types.int64[::1], types.int64, types.uint32[::1]
 def _run_entry() -> Callable[..., int]:
     """:func:`run`'s machine code for :data:`_RUN_TYPES` (compiled, or loaded from numba's cache, on the first call).
     Called directly, it skips the dispatcher, which types all 8 arguments at every call: 0.25 to 0.9 µs of each env
-    step (docs/BENCHMARKS.md, "The reset and the step's Python"). A wrong dtype still raises ``TypeError``; a wrong
+    step (measured). A wrong dtype still raises ``TypeError``; a wrong
     layout would not (tests/test_single.py checks the buffers' types)."""
     return run.compile(_RUN_TYPES)
 

@@ -9,7 +9,7 @@ outcome table (:func:`uno_env.core.reward`), the observation is :func:`uno_env.o
 one definition of the encoding) and the ``counting`` belief features
 :func:`uno_env.observation.counting_state_features_into`. Python runs once per batch, not once per game.
 
-Randomness and seeds (docs/DECISIONS.md, "Native vector env"). Each sub-env owns a splitmix64 stream
+Randomness and seeds (docs/design.md, "Compiled kernels and their Python twin"). Each sub-env owns a splitmix64 stream
 (:func:`uno_env.core.below`) that deals its games (:func:`uno_env.core.deal_into`), reshuffles, flips the coin
 for the first player, draws the opponent of a mix and makes the ``random`` opponent's choices. ``reset(seed=s)``
 starts sub-env ``i``'s stream from ``s + i`` (Gymnasium's convention for vector envs), so a seed replays the same
@@ -328,8 +328,8 @@ class UnoVectorEnv(VectorEnv):
     def _outputs(self) -> tuple:
         """:class:`Outputs`' fields as the kernels take them (see ``_reset_kernel``), with new arrays for the
         observations, rewards and flags, which the kernels write whole: they are returned as they are, fresh at every
-        call, instead of a copy of one buffer (a copy cost about a tenth of a step: docs/BENCHMARKS.md, "Faster
-        steps"). The masks stay the env's own (the next step reads them), so they are copied into ``info``."""
+        call, instead of a copy of one buffer (a copy cost about a tenth of a
+        step). The masks stay the env's own (the next step reads them), so they are copied into ``info``."""
         n, out = self.num_envs, self._out
         self._obs = np.empty_like(self._obs)
         self._out = out = Outputs(self._obs, out.masks, np.empty(n, dtype=np.float64), np.empty(n, dtype=np.bool_),

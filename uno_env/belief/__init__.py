@@ -19,7 +19,7 @@ impossible by construction. ``features()`` returns the :data:`BELIEF_FEATURES` c
 play on each colour, holds a wild, can play on the current top card). ``sample_hands`` draws opponent hands
 for determinizing planners. :class:`ExactBelief` enumerates the exact posterior on small positions (the
 reference of the tests and of the quality measurement, ``python -m train.cli.belief_quality``).
-docs/BELIEF.md has the maths, each update case and the measured quality and cost.
+docs/beliefs.md has the maths, each update case and the measured quality and cost.
 """
 
 from __future__ import annotations

@@ -97,7 +97,7 @@ def feature_sets_at(top: int, colour: int) -> np.ndarray:
     return _POSITION_SETS[colour, card_rank(top)]
 
 
-#: Names of the belief feature channels, in order (see :data:`BELIEF_FEATURES` and docs/BELIEF.md).
+#: Names of the belief feature channels, in order (see :data:`BELIEF_FEATURES` and docs/beliefs.md).
 FEATURE_NAMES: tuple[str, ...] = (
     tuple(f"expected_count[{card_name(t)}]" for t in range(NUM_CARD_TYPES))
     + tuple(f"can_play[{colour}]" for colour in COLOURS)
@@ -237,7 +237,7 @@ class ParticleBelief(PublicTracker, _StatesBelief):
 
     Particles are hypotheses about the opponent's hand stored as :class:`~uno_env.belief.lazy.HandStates`
     (duplicate rows of the ``(N x 54)`` particle array merged). Every public event updates them exactly
-    (see docs/BELIEF.md for each case): opponent plays, voluntary draws (it held no playable card),
+    (see docs/beliefs.md for each case): opponent plays, voluntary draws (it held no playable card),
     forced draws, our own draws (the drawn card was in the deck), reshuffles. Weights are likelihoods;
     when the effective sample size falls below ``ess_threshold * N`` the particles are resampled
     (systematic resampling). If every particle becomes impossible, the filter re-runs the whole recorded

@@ -31,7 +31,7 @@ every kernel walks the rows, so narrow counts are less memory to read; the kerne
 first 54 columns and ``K`` in the next ``D``; ``cnt``, ``w`` per row; ``meta = [S, D]`` the live row and domain counts.
 Every update and every answer is one ``numba`` kernel over these arrays (one call from Python): an env step with
 ``N = 1000`` spends tens of microseconds here instead of the milliseconds of the numpy version it replaced, which was
-dominated by the cost of many small array operations (docs/BENCHMARKS.md, "The lazy filter compiled").
+dominated by the cost of many small array operations (docs/benchmarks.md, "Belief cost").
 
 **Where the kernels live.** This module holds :class:`HandStates`, the public face; the kernels are split by
 what they do: the row algebra (storage, reweight, split, merge, resample: :mod:`uno_env.belief.lazy_rows`), the

@@ -4,9 +4,9 @@
 (:meth:`~uno_env.belief.tracker.PublicTracker._apply`), each event calls one update kernel
 (:mod:`uno_env.belief.lazy_updates`) and, if it reweighted the rows, the resampling check. Done from Python,
 that is three to six kernel calls per env step, each paying numba's argument checks, plus the replay's own
-bookkeeping: more than the kernels' work at N = 1,000 (docs/BENCHMARKS.md). :func:`apply_events` does the same
-steps, in the same order and with the same kernels and draws, in one call, so the particles are the same bit for
-bit; ``tests/test_belief_filters.py`` compares it with the event-by-event replay.
+bookkeeping: more than the kernels' work at N = 1,000 (docs/benchmarks.md, "Belief cost"). :func:`apply_events`
+does the same steps, in the same order and with the same kernels and draws, in one call, so the particles are the
+same bit for bit; ``tests/test_belief_filters.py`` compares it with the event-by-event replay.
 
 **Its on-disk cache** (``cache=True``) holds the kernels it calls as they were when it was compiled, and numba
 keys it by this file alone: after a change to a kernel in another module (a split's draws, the features), a
@@ -126,7 +126,7 @@ def apply_events(rows_fields: tuple, tracked_fields: tuple, events_fields: tuple
     row explains: the rows and the public state then stand partly updated by it, and the caller recovers from its
     snapshot), then the public state after them (:class:`Public` order). The :class:`Tracked` arrays are updated
     in place. Each NamedTuple comes in as a plain tuple of its fields (``*_fields``): numba's dispatcher checks a
-    NamedTuple argument on a slow path (docs/DECISIONS.md, "One driver, named kernel state").
+    NamedTuple argument on a slow path (docs/design.md, "Compiled kernels and their Python twin").
 
     Per event, what :meth:`ParticleBelief._step <uno_env.belief.filters.ParticleBelief>` does through the
     tracker's hooks: a play of the opponent resolves the played type; our draw weighs the rows card by card; the

@@ -24,7 +24,7 @@ like while it tracks the hand:
 A uniform candidate (``random``: every legal action) must be among the candidates: it explains every play the
 hand can make, so the true hand is never ruled out, whatever the opponent does.
 
-Its cost and worth are measured in docs/BELIEF.md ("The learned opponent model").
+Its cost and worth are measured in docs/beliefs.md ("The learned opponent model").
 """
 
 from __future__ import annotations

@@ -144,8 +144,7 @@ def next_binomial(x: np.uint64, n: int, p: float) -> tuple[np.uint64, int]:
 
 
 #: Rows of fewer particles than this are split one draw per particle (a draw costs a few nanoseconds); larger rows
-#: by conditional binomials (one per outcome, up to about 140 ns each: docs/BENCHMARKS.md, "Binomial splits and
-#: merged children").
+#: by conditional binomials (one per outcome, up to about 140 ns each, measured).
 PER_PARTICLE_BELOW = 48
 
 

@@ -18,7 +18,7 @@ the deck then holds, so a slot sequence ``x_1..x_S`` of the opponent has posteri
 where at each event ``e`` the pool ``U_e`` (unseen cards: deck and opponent hand, public) and the opponent's
 hand ``H_e`` just before the event are known from the slots, so ``U_e - H_e`` is the deck by type and each
 factor is the chance of drawing that card type. Without a model ``pi_2 = 1``; the hand marginal of this is
-the plain filter's posterior (docs/BELIEF.md). The deck size is public, so the draw normalizers are constant.
+the plain filter's posterior (docs/beliefs.md). The deck size is public, so the draw normalizers are constant.
 
 **Forward step** (one event): slots are drawn from the deck (``U_e - H_e``, exactly the prior), so only our
 draws, plays and voluntary draws reweight. When the effective sample size falls below ``threshold * N`` the

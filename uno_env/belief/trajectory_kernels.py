@@ -5,7 +5,7 @@ resampling, the Metropolis-Hastings moves and the answers over full hands.
 :func:`advance` is the one kernel called from Python on each update: it takes each NamedTuple of state
 (:class:`History`, :class:`Particles`, :class:`Likelihood`, :class:`Schedule`, :class:`Buffers`) as a plain tuple of
 its fields and names it on its first line, because numba's dispatcher checks a NamedTuple argument on a slow path
-(docs/DECISIONS.md, "One driver, named kernel state"); the kernels it calls take the NamedTuples themselves.
+(docs/design.md, "Compiled kernels and their Python twin"); the kernels it calls take the NamedTuples themselves.
 """
 
 from __future__ import annotations
