@@ -1,4 +1,4 @@
-"""Train an UNO agent from a YAML config (uno-train, or python -m train).
+"""Train a UNO agent from a YAML config (uno-train, or python -m train).
 
 examples:
   uno-train                                  # the default config -> runs/default-<date-time>/
