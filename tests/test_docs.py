@@ -103,6 +103,7 @@ def uses_of_programs() -> dict[str, list[tuple[str, list[str], list[str]]]]:
 PROGRAMS = sorted(uses_of_programs())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_the_pages_commands_use_real_programs_and_options(name: str) -> None:
     """Every program a page runs exists, every ``--option`` it is given is in the program's ``--help``, and every
@@ -119,6 +120,7 @@ def test_the_pages_commands_use_real_programs_and_options(name: str) -> None:
                 assert (ROOT / word).is_file(), f"{page}: {word} does not exist"
 
 
+@pytest.mark.slow
 def test_the_site_builds_strictly(tmp_path: Path) -> None:
     if importlib.util.find_spec("mkdocs") is None:
         if os.environ.get("UNO_REQUIRE_DOCS"):
