@@ -122,3 +122,13 @@ def test_a_missing_checkpoint_or_run_folder_is_said_to_be_missing(tmp_path: Path
         with pytest.raises(SystemExit):
             play.main(["--opponent", spec])
         assert f"--opponent {spec}: {problem}" in capsys.readouterr().err
+
+
+def test_a_missing_run_or_record_is_named_as_missing(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    assert train.main(["--resume", str(tmp_path / "runs" / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"uno-train: config error: cannot resume {tmp_path}/runs/nope: no such run folder\n"
+    with pytest.raises(SystemExit) as exited:
+        play.main(["--replay", str(tmp_path / "nope.json")])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.endswith(f"--replay {tmp_path}/nope.json: No such file or directory\n")

@@ -96,7 +96,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.replay is not None:
             try:
                 record = load_record(args.replay)
-            except (OSError, ValueError) as err:
+            except OSError as err:
+                parser.error(f"--replay {args.replay}: {err.strerror or err}")
+            except ValueError as err:
                 parser.error(f"--replay: {err}")
             replay(record, show_belief=args.show_belief)
         elif args.watch is not None:

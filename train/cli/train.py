@@ -66,7 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.resume:
             if args.config or args.run_dir:
                 parser.error("--resume takes the config and folder of the run; give neither a config nor --run-dir")
-            if args.resume.is_dir() and not (args.resume / "config.yaml").exists():
+            if not args.resume.is_dir():
+                problem = "it is a file, not a run folder" if args.resume.exists() else "no such run folder"
+                raise ConfigError(f"cannot resume {args.resume}: {problem}")
+            if not (args.resume / "config.yaml").exists():
                 raise ConfigError(f"cannot resume {args.resume}: it has no config.yaml (the run was stopped before it "
                                   f"began); start it again with its first command")
             config = load_config(args.resume / "config.yaml", args.overrides)
