@@ -120,6 +120,25 @@ def test_the_pages_commands_use_real_programs_and_options(name: str) -> None:
                 assert (ROOT / word).is_file(), f"{page}: {word} does not exist"
 
 
+def snippets() -> list[tuple[str, str]]:
+    """``(page, code)`` of every complete program among the pages' Python blocks (those that start by importing)."""
+    return [(str(page.relative_to(ROOT)), code) for page in sorted(DOCS.rglob("*.md"))
+            for code in re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.DOTALL)
+            if code.startswith(("import ", "from "))]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("page", "code"), snippets(), ids=[f"{page}-{i}" for i, (page, _) in enumerate(snippets())])
+def test_the_pages_python_snippets_run(page: str, code: str) -> None:
+    # Run from the clone's root, as the pages' relative paths (models/...) assume. .learn(20_000) becomes
+    # .learn(256) with a rollout to match: every code path runs, in seconds.
+    code, cut = re.subn(r"\.learn\([0-9_]+\)", ".learn(256)", code)
+    if cut:
+        code = re.sub(r'\("MlpPolicy", env,', '("MlpPolicy", env, n_steps=128, batch_size=64,', code)
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, f"{page}:\n{code}\n{result.stderr[-3000:]}"
+
+
 @pytest.mark.slow
 def test_the_site_builds_strictly(tmp_path: Path) -> None:
     if importlib.util.find_spec("mkdocs") is None:
