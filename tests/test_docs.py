@@ -22,9 +22,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 
-#: Where users read the project: the site, the README, configs, model cards, notebooks and every Python source.
+#: Where users read the project: the site, the README and changelog, configs, model cards, notebooks, every source.
 SCANNED = (["docs", "configs", "models", "notebooks", "uno_env", "agents", "train", "tests", "benchmarks"],
-           ["README.md", "mkdocs.yml", "pyproject.toml"])
+           ["README.md", "CHANGELOG.md", "mkdocs.yml", "pyproject.toml"])
 SUFFIXES = {".md", ".py", ".yaml", ".yml", ".ipynb", ".json", ".toml", ".txt", ".cfg"}
 
 #: Labels of the work's own history (its stops and issue numbers), which mean nothing to a user. A number must
