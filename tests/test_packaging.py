@@ -84,7 +84,7 @@ def test_installed_package_finds_its_shipped_agents_and_configs(installed: Path,
 def test_commands_work_from_an_unrelated_folder(installed: Path, tmp_path: Path):
     out = run([str(installed / "uno-evaluate"), "search-q-none", "--pairs", "5"], tmp_path).stdout
     assert "| search-q-none | random | 10 |" in out and "| search-q-none | rule | 10 |" in out
-    run([str(installed / "uno-train"), "--set", "total_timesteps=2048", "--set", "pretrain.teacher=null",
+    run([str(installed / "uno-train"), "--set", "total_timesteps=2048", "--set", "expert_iteration.start=null",
          "--set", "eval.every=2048", "--set", "eval.pairs=2", "--set", "eval.final_pairs=2", "--set", "eval.workers=1",
          "--quiet", "--run-dir", "run"], tmp_path)
     assert (tmp_path / "run" / "final_eval.json").is_file() and (tmp_path / "run" / "config.yaml").is_file()
