@@ -9,7 +9,9 @@ A spec is one of:
 * ``module:attribute``: an importable Policy object, Policy class, or zero-argument factory function annotated to
   return a Policy class; it is checked without being called (:func:`policy_target`).
 
-Nothing here loads torch, so a config names its players cheaply; :mod:`train.policies` builds them.
+Nothing here loads torch, so a config names its players cheaply; :mod:`train.policies` builds them. A spec that
+names nothing is refused with the reason (:func:`validate_spec`): the closest policy name to a mistyped one, or
+the file or folder that is missing.
 """
 
 from __future__ import annotations
@@ -68,8 +70,8 @@ def unknown_player(spec: str) -> str:
 def _not_a_player(spec: str) -> str:
     path = Path(spec)
     if path.is_dir():
-        return (f"the folder holds no {' or '.join(CHECKPOINT_NAMES)} (a run folder has best_model.zip once its "
-                "first evaluation ran)")
+        return (f"the folder holds no {' or '.join(CHECKPOINT_NAMES)} (a run folder has best_model.zip once it "
+                "has evaluated a model)")
     if path.exists():
         return "not a checkpoint (a .zip file saved by uno-train)"
     if _looks_like_a_path(spec):
