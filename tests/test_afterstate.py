@@ -2,15 +2,13 @@
 
 The features must describe the move and the hand it leaves exactly; the head must score every legal move as its
 scorer does one move at a time, 0 elsewhere, and tell moves apart by their features; a checkpoint must load
-without unpickling and play the same; the search-values fit must learn a value that lives in the afterstate;
-the config must refuse the combinations where the network would have to compile.
+without unpickling and play the same; the search-values fit must learn a value that lives in the afterstate; the
+run's network alone is fitted centred and annealed.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
-import sys
 import zipfile
 from pathlib import Path
 
@@ -25,11 +23,10 @@ from agents.compiled_actor import actor_params
 from agents.files import file_digest
 from agents.ppo import SETTINGS_MEMBER, PPOPolicy, load_network, save_model
 from train.config import ConfigError, parse_config
-from train.training import rollout_values
-from train.training.labelling import LabelJob, Workers
-from train.training.labelling import run as labelling_run
-from train.training.pretrain import improve
-from train.training.rollout_values import SCALE, fit
+from train.training import expert_iteration
+from train.training import fit as fitting
+from train.training.expert_iteration import run_expert_iteration
+from train.training.fit import SCALE, fit
 from train.training.trainer import train
 from uno_env import core
 from uno_env.cards import DRAW_ACTION, NUM_ACTIONS, NUM_CARD_TYPES, card_id, colour_id, play_action
@@ -38,7 +35,6 @@ from uno_env.game import Game
 from uno_env.observation import BASE_SIZE, LEGAL_CHANNEL, encode_state_into
 from uno_env.opponents import RulePolicy
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))  # scripts, not a package
 TABLE_TENSORS = {name: torch.from_numpy(table) for name, table in TABLES.items()}
 
 
@@ -212,37 +208,15 @@ def test_uno_train_trains_an_afterstate_actor_with_ppo(tmp_path: Path):
 
 def test_expert_iteration_runs_generations_of_afterstate_networks(tmp_path: Path):
     """Generation 2's games and the search's rollouts are played by generation 1's afterstate network, compiled."""
-    config = parse_config({**TINY, "total_timesteps": 0, "pretrain": {
-        "teacher": "rule", "labels": "search-values", "rounds": 2, "games": 4, "shard_games": 2, "epochs": 2,
-        "search_simulations": 64, "search_leaf_moves": 2}, "eval": {**TINY["eval"], "final_pairs": 0}})
+    config = parse_config({**TINY, "total_timesteps": 0, "expert_iteration": {
+        "start": "rule", "generations": 2, "games": 4, "shard_games": 2, "epochs": 2, "simulations": 64,
+        "leaf_moves": 2}, "eval": {**TINY["eval"], "final_pairs": 0}})
     train(config, tmp_path / "run", quiet=True)
-    folder = tmp_path / "run" / "pretrain"
-    generation_1 = folder / "round_1.zip"
+    folder = tmp_path / "run" / "expert_iteration"
+    generation_1 = folder / "generation_1.zip"
     assert isinstance(PPOPolicy.load(generation_1).network, AfterstatePolicy)
-    settings = json.loads((folder / "round_2" / "labels.json").read_text())["settings"]
+    settings = json.loads((folder / "generation_2" / "labels.json").read_text())["settings"]
     assert settings["base player"] == file_digest(generation_1)
-
-
-def test_distil_fits_a_checkpoint_on_label_folders_and_refuses_other_folders(tmp_path: Path, monkeypatch):
-    """benchmarks/distil.py: round folders in, a loadable afterstate checkpoint and its metrics out."""
-    distil = importlib.import_module("distil")
-    job = LabelJob(games=4, shard_games=2, seed=3, round=1, deck_orders=1, belief="none", base="rule")
-    with Workers(1) as workers:
-        labels, _ = labelling_run(job, tmp_path / "round_1", workers, progress=False)
-    out = tmp_path / "distilled.zip"
-    monkeypatch.setattr(sys, "argv", ["distil.py", str(tmp_path / "round_1"), "--net-arch", "16", "--epochs", "1",
-                                      "--centred", "--seed", "0", "--out", str(out)])
-    distil.main()
-    assert isinstance(PPOPolicy.load(out).network, AfterstatePolicy)
-    report = json.loads(out.with_suffix(".json").read_text())
-    assert report["positions"] == len(labels[2]) and report["centred"] and report["actor"] == "afterstate"
-    monkeypatch.setattr(sys, "argv", ["distil.py", str(tmp_path), "--seed", "0", "--out", str(out)])
-    with pytest.raises(SystemExit, match="not a round of labels"):
-        distil.main()
-    (tmp_path / "round_1" / "shard_00001.npz").write_bytes(b"cut short")  # a shard that no longer loads
-    monkeypatch.setattr(sys, "argv", ["distil.py", str(tmp_path / "round_1"), "--seed", "0", "--out", str(out)])
-    with pytest.raises(SystemExit, match="shard_00001.npz: it does not load"):
-        distil.main()
 
 
 def test_a_per_action_network_cannot_start_an_afterstate_run(tmp_path: Path):
@@ -266,24 +240,21 @@ def test_centred_targets_drop_each_positions_level():
 
 
 def test_the_runs_network_alone_is_fitted_centred_and_annealed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """pretrain.centred / cosine reach the fit of the run's network; a round's small network keeps the plain fit."""
-    config = parse_config({**TINY, "total_timesteps": 0, "pretrain": {
-        "teacher": "random", "labels": "search-values", "rounds": 2, "games": 4, "shard_games": 2, "epochs": 1,
-        "round_net_arch": [8], "search_simulations": 16, "batch_size": 64, "centred": True, "cosine": True}})
+    """expert_iteration.centred / cosine reach the fit of the run's network; a generation's small network keeps the
+    plain fit."""
+    config = parse_config({**TINY, "total_timesteps": 0, "expert_iteration": {
+        "start": "random", "generations": 2, "games": 4, "shard_games": 2, "epochs": 1, "generation_net_arch": [8],
+        "simulations": 16, "batch_size": 64, "centred": True, "cosine": True}})
     fits: list[tuple[bool, bool, bool]] = []  # (afterstate network, centred, cosine) of each fit
-    real = rollout_values.fit_values
+    real = fitting.fit_values
 
     def recorded(policy, *args):
-        fits.append((isinstance(policy, AfterstatePolicy), *args[-2:]))
+        fits.append((isinstance(policy, AfterstatePolicy), *args[-3:-1]))  # before the epoch log
         return real(policy, *args)
 
-    monkeypatch.setattr(rollout_values, "fit_values", recorded)
+    monkeypatch.setattr(fitting, "fit_values", recorded)  # a new network's fit (fitting.fit)
+    monkeypatch.setattr(expert_iteration, "fit_values", recorded)  # the run's network's
     model = MaskablePPO(AfterstatePolicy, UnoEnv(), device="cpu", policy_kwargs={"net_arch": [16],
                                                                                  "head_arch": [16]})
-    improve(model, config, seed=0, workdir=tmp_path)
+    run_expert_iteration(model, config, seed=0, workdir=tmp_path)
     assert fits == [(False, False, False), (True, True, True)]
-
-
-def test_centred_and_cosine_are_refused_for_imitation():
-    with pytest.raises(ConfigError, match="pretrain.centred is for labels"):
-        parse_config({**TINY, "pretrain": {"teacher": "rule", "labels": "moves", "centred": True}})

@@ -184,7 +184,7 @@ def test_bad_numbers_in_a_config_are_refused():
     base = {"total_timesteps": 64}
     for change, key in (({"env": {"n_particles": 10**12}}, "env.n_particles"),
                         ({"ppo": {"learning_rate": 1e300}}, "ppo.learning_rate"),
-                        ({"pretrain": {"learning_rate": 50.0}}, "pretrain.learning_rate"),
+                        ({"expert_iteration": {"learning_rate": 50.0}}, "expert_iteration.learning_rate"),
                         ({"name": "a\0b"}, "name"), ({"name": "a/b"}, "name"),
                         ({"opponents": [{"mix": {"random": 1e308, "rule": 1e308}}]}, "mix.random")):
         with pytest.raises(ConfigError, match=key):

@@ -81,9 +81,9 @@ def test_yaml_numbers_in_every_spelling(tmp_path: Path):
 
 
 def test_integers_are_accepted_for_floats_and_nulls_where_optional():
-    config = parse_config(with_(ppo={"gamma": 1, "target_kl": None}, pretrain={"teacher": None}))
+    config = parse_config(with_(ppo={"gamma": 1, "target_kl": None}, expert_iteration={"start": None}))
     assert config.ppo.gamma == 1.0 and isinstance(config.ppo.gamma, float)
-    assert config.ppo.target_kl is None and config.pretrain.teacher is None
+    assert config.ppo.target_kl is None and config.expert_iteration.start is None
 
 
 def test_self_play_schedule():
@@ -106,8 +106,10 @@ def test_module_attribute_players_are_accepted():
 # ------------------------------------------------------------------------------------ bad configs
 def test_unknown_key_suggests_the_close_one():
     message = error_of(with_(ppo={"lerning_rate": 1e-3}))
-    assert_names(message, "ppo.lerning_rate", "did you mean 'learning_rate'")
+    assert_names(message, "ppo.lerning_rate", "did you mean 'ppo.learning_rate'")
     assert_names(error_of(with_(totl_timesteps=5)), "'totl_timesteps'", "did you mean 'total_timesteps'")
+    assert_names(error_of(with_(expert_iteration={"gams": 5})), "'expert_iteration.gams'",
+                 "did you mean 'expert_iteration.games'?")
 
 
 def test_unknown_key_without_a_close_one_lists_the_known_keys():
@@ -126,7 +128,8 @@ def test_unknown_key_without_a_close_one_lists_the_known_keys():
     ({"policy": {"net_arch": 128}}, "policy.net_arch", "128", "a list of an integer"),
     ({"policy": {"net_arch": [64, "wide"]}}, "policy.net_arch[1]", "'wide'", "an integer"),
     ({"ppo": {"target_kl": "x"}}, "ppo.target_kl", "'x'", "a number"),
-    ({"pretrain": {"teacher": 3}}, "pretrain.teacher", "3", "a string"),
+    ({"expert_iteration": {"start": 3}}, "expert_iteration.start", "3", "a string"),
+    ({"distil": {"labels": "runs/x"}}, "distil.labels", "'runs/x'", "a list of a string"),
     ({"opponents": {"random": 1}}, "opponents", "{'random': 1}", "a list of a mapping"),
     ({"opponents": [{"mix": ["random"]}]}, "opponents[0].mix", "['random']", "a mapping to a number"),
     ({"opponents": [{"mix": {"random": "lots"}}]}, "opponents[0].mix.random", "'lots'", "a number"),
@@ -173,7 +176,8 @@ def test_bad_literal_names_every_choice():
     ({"env": {"n_particles": 0}}, "env.n_particles", "0", "> 0"),
     ({"env": {"max_episode_steps": 0}}, "env.max_episode_steps", "0", "> 0"),
     ({"self_play": {"pool_size": 0}}, "self_play.pool_size", "0", "> 0"),
-    ({"pretrain": {"games": 0}}, "pretrain.games", "0", "> 0"),
+    ({"expert_iteration": {"games": 0}}, "expert_iteration.games", "0", "> 0"),
+    ({"distil": {"epochs": 0}}, "distil.epochs", "0", "> 0"),
     ({"eval": {"pairs": 0}}, "eval.pairs", "0", "> 0"),
     ({"eval": {"every": -1}}, "eval.every", "-1", ">= 0"),
     ({"eval": {"workers": 0}}, "eval.workers", "0", "> 0"),
@@ -187,12 +191,12 @@ def test_bad_literal_names_every_choice():
     ({"eval": {"opponents": []}}, "eval.opponents", "[]", "at least one"),
     ({"policy": {"net_arch": []}}, "policy.net_arch", "[]", "non-empty"),
     ({"policy": {"net_arch": [64, 0]}}, "policy.net_arch", "[64, 0]", "positive"),
-    ({"pretrain": {"round_net_arch": []}}, "pretrain.round_net_arch", "[]", "non-empty"),
-    ({"pretrain": {"round_net_arch": [0]}}, "pretrain.round_net_arch", "[0]", "positive"),
-    ({"pretrain": {"shard_games": 0}}, "pretrain.shard_games", "0", "> 0"),
-    ({"pretrain": {"window": 0}}, "pretrain.window", "0", "> 0"),
-    ({"pretrain": {"gate_pairs": -5}}, "pretrain.gate_pairs", "-5", ">= 0"),
-    ({"pretrain": {"search_leaf_moves": -1}}, "pretrain.search_leaf_moves", "-1", ">= 0"),
+    ({"expert_iteration": {"generation_net_arch": []}}, "expert_iteration.generation_net_arch", "[]", "non-empty"),
+    ({"expert_iteration": {"generation_net_arch": [0]}}, "expert_iteration.generation_net_arch", "[0]", "positive"),
+    ({"expert_iteration": {"shard_games": 0}}, "expert_iteration.shard_games", "0", "> 0"),
+    ({"expert_iteration": {"window": 0}}, "expert_iteration.window", "0", "> 0"),
+    ({"expert_iteration": {"gate_pairs": -5}}, "expert_iteration.gate_pairs", "-5", ">= 0"),
+    ({"expert_iteration": {"leaf_moves": -1}}, "expert_iteration.leaf_moves", "-1", ">= 0"),
 ])
 def test_out_of_range(changes: dict[str, Any], key: str, value: str, rule: str):
     assert_names(error_of(with_(**changes)), key, value, rule)
@@ -248,77 +252,66 @@ def test_unknown_opponents(changes: dict[str, Any], key: str, value: str):
     assert_names(error_of(with_(**changes)), key, value, "unknown opponent")
 
 
-@pytest.mark.parametrize("teacher", ["rules", "self", "missing.zip"])
-def test_unknown_teacher(teacher: str):
-    assert_names(error_of(with_(pretrain={"teacher": teacher})), "pretrain.teacher", repr(teacher), "unknown player")
+@pytest.mark.parametrize("start", ["rules", "self", "missing.zip", "search"])
+def test_unknown_start(start: str):
+    message = error_of(with_(expert_iteration={"start": start}))
+    assert_names(message, "expert_iteration.start", repr(start), "'rule', 'random' or a checkpoint")
 
 
-_ROLLOUT = {"teacher": "rule", "labels": "rollout-values"}
+_EI = {"start": "rule"}
 
 
 @pytest.mark.parametrize("changes, parts", [
-    ({"pretrain": {**_ROLLOUT, "teacher": "search"}}, ["pretrain.teacher", "'search'", "'rule', 'random' or a"]),
-    ({"pretrain": {**_ROLLOUT, "expert": "search"}}, ["pretrain.expert", "'search'", "labels: moves"]),
-    ({"pretrain": {**_ROLLOUT, "rounds": 2}, "env": {"belief": "counting"}},
-     ["pretrain.rounds", "env.belief must be none", "'counting'"]),
-    ({"pretrain": _ROLLOUT, "policy": {"critic": "privileged"}}, ["policy.critic", "'privileged'"]),
-    ({"pretrain": {**_ROLLOUT, "deck_orders": 0}}, ["pretrain.deck_orders", "0"]),
-    ({"pretrain": {**_ROLLOUT, "labels": "values"}}, ["pretrain.labels", "'values'", "'rollout-values'"]),
-    ({"pretrain": {**_ROLLOUT, "labels": "search-values", "teacher": "search"}},
-     ["pretrain.teacher", "labels: search-values", "'search'"]),
-    ({"pretrain": {**_ROLLOUT, "labels": "search-values", "search_simulations": 0}},
-     ["pretrain.search_simulations", "0"]),
-    ({"pretrain": {**_ROLLOUT, "labels": "search-values", "search_belief": "none"}},
-     ["pretrain.search_belief", "'none'", "'particles'"]),
-    ({"pretrain": {"teacher": "rule", "labels": "moves", "round_net_arch": [64]}},
-     ["pretrain.round_net_arch", "labels: moves"]),
-    ({"pretrain": {"teacher": "rule", "labels": "moves", "gate_pairs": 100}}, ["pretrain.gate_pairs", "labels: moves"]),
-    ({"pretrain": {"teacher": "rule", "labels": "moves", "window": 2}}, ["pretrain.window", "labels: moves"]),
-    ({"pretrain": {"teacher": "rule", "labels": "moves", "last_window": 4}}, ["pretrain.last_window", "labels: moves"]),
-    ({"pretrain": {**_ROLLOUT, "round_simulations": [10]}}, ["pretrain.round_simulations", "labels: rollout-values"]),
-    ({"pretrain": {**_ROLLOUT, "labels": "search-values", "rounds": 2, "round_simulations": [10]}},
-     ["pretrain.round_simulations", "one number per round", "pretrain.rounds = 2", "got 1"]),
-    ({"pretrain": {**_ROLLOUT, "labels": "search-values", "rounds": 2, "round_simulations": [10, 0]}},
-     ["pretrain.round_simulations", "1 to 1,000,000", "[10, 0]"]),
-    ({"pretrain": {**_ROLLOUT, "labels": "search-values", "round_simulations": [2_000_000]}},
-     ["pretrain.round_simulations", "1 to 1,000,000"]),
-    ({"pretrain": {**_ROLLOUT, "labels": "search-values", "round_simulations": "400"}},
-     ["pretrain.round_simulations", "a list of an integer"]),
-    ({"pretrain": {"teacher": "rule", "labels": "moves", "opponent": {"random": 1}}},
-     ["pretrain.opponent", "labels: moves"]),
-    ({"pretrain": {**_ROLLOUT, "opponent": {"ruel": 1}}}, ["pretrain.opponent.ruel", "unknown opponent", "'ruel'"]),
-    ({"pretrain": {**_ROLLOUT, "opponent": {"rule": -1, "random": 1}}}, ["pretrain.opponent.rule", "-1", ">= 0"]),
-    ({"pretrain": {**_ROLLOUT, "opponent": {"rule": 0}}}, ["pretrain.opponent", "more than 0"]),
-    ({"pretrain": {**_ROLLOUT, "opponent": {}}}, ["pretrain.opponent", "at least one"]),
-    ({"pretrain": {**_ROLLOUT, "labels": "search-values", "search_belief": "aware",
-                   "opponent": {"rule": 1, "self": 1}}},
-     ["pretrain.search_belief 'aware'", "pretrain.opponent must be rule alone", "'self'"]),
+    ({"expert_iteration": {**_EI, "generations": 2}, "env": {"belief": "counting"}},
+     ["expert_iteration.generations", "env.belief must be none", "'counting'"]),
+    ({"expert_iteration": {**_EI, "simulations": 0}}, ["expert_iteration.simulations", "0"]),
+    ({"expert_iteration": {**_EI, "belief": "none"}}, ["expert_iteration.belief", "'none'", "'particles'"]),
+    ({"expert_iteration": {**_EI, "generations": 2, "generation_simulations": [10]}},
+     ["expert_iteration.generation_simulations", "one number per generation", "expert_iteration.generations = 2",
+      "got 1"]),
+    ({"expert_iteration": {**_EI, "generations": 2, "generation_simulations": [10, 0]}},
+     ["expert_iteration.generation_simulations", "1 to 1,000,000", "[10, 0]"]),
+    ({"expert_iteration": {**_EI, "generation_simulations": [2_000_000]}},
+     ["expert_iteration.generation_simulations", "1 to 1,000,000"]),
+    ({"expert_iteration": {**_EI, "generation_simulations": "400"}},
+     ["expert_iteration.generation_simulations", "a list of an integer"]),
+    ({"expert_iteration": {**_EI, "opponent": {"ruel": 1}}},
+     ["expert_iteration.opponent.ruel", "unknown opponent", "'ruel'"]),
+    ({"expert_iteration": {**_EI, "opponent": {"rule": -1, "random": 1}}},
+     ["expert_iteration.opponent.rule", "-1", ">= 0"]),
+    ({"expert_iteration": {**_EI, "opponent": {"rule": 0}}}, ["expert_iteration.opponent", "more than 0"]),
+    ({"expert_iteration": {**_EI, "opponent": {}}}, ["expert_iteration.opponent", "at least one"]),
+    ({"expert_iteration": {**_EI, "belief": "aware", "opponent": {"rule": 1, "self": 1}}},
+     ["expert_iteration.belief 'aware'", "expert_iteration.opponent must be rule alone", "'self'"]),
+    ({"expert_iteration": _EI, "distil": {"labels": ["runs/a/expert_iteration/generation_1"]}},
+     ["expert iteration or distils", "expert_iteration.start", "distil.labels"]),
 ])
-def test_rollout_value_labels_refuse_what_they_cannot_compile(changes: dict[str, Any], parts: list[str]):
+def test_expert_iteration_refuses_what_it_cannot_compile(changes: dict[str, Any], parts: list[str]):
     assert_names(error_of(with_(**changes)), *parts)
 
 
 def test_a_labelling_mix_of_players_and_self_is_accepted():
-    config = parse_config(with_(pretrain={**_ROLLOUT, "labels": "search-values", "search_belief": "aware",
-                                          "opponent": {"rule": 2, "random": 0}}))
-    assert config.pretrain.opponent == {"rule": 2.0, "random": 0.0}
-    mixed = parse_config(with_(pretrain={**_ROLLOUT, "opponent": {"rule": 2, "random": 1, "self": 1}}))
-    assert mixed.pretrain.opponent == {"rule": 2.0, "random": 1.0, "self": 1.0}
+    config = parse_config(with_(expert_iteration={**_EI, "belief": "aware", "opponent": {"rule": 2, "random": 0}}))
+    assert config.expert_iteration.opponent == {"rule": 2.0, "random": 0.0}
+    mixed = parse_config(with_(expert_iteration={**_EI, "opponent": {"rule": 2, "random": 1, "self": 1}}))
+    assert mixed.expert_iteration.opponent == {"rule": 2.0, "random": 1.0, "self": 1.0}
 
 
-def test_zero_steps_need_a_warm_start():
-    assert_names(error_of(with_(total_timesteps=0, pretrain={"teacher": None})), "total_timesteps 0",
-                 "pretrain.teacher")
-    assert parse_config(with_(total_timesteps=0, pretrain={"teacher": "rule"})).total_timesteps == 0
+def test_zero_steps_need_something_to_train():
+    assert_names(error_of(with_(total_timesteps=0, expert_iteration={"start": None})), "total_timesteps 0",
+                 "expert_iteration.start", "distil.labels")
+    assert parse_config(with_(total_timesteps=0, expert_iteration={"start": "rule"})).total_timesteps == 0
+    distil = parse_config(with_(total_timesteps=0, distil={"labels": ["runs/a/expert_iteration/generation_1"]}))
+    assert distil.distil.labels == ["runs/a/expert_iteration/generation_1"] and distil.distil.epochs == 30
 
 
-def test_rollout_value_labels_accept_rule_and_a_belief_none_checkpoint_with_several_rounds():
-    config = parse_config(with_(pretrain={**_ROLLOUT, "teacher": "search-q-none", "rounds": 3}))
-    assert config.pretrain.labels == "rollout-values" and config.pretrain.deck_orders == 4
-    assert parse_config(with_(pretrain=_ROLLOUT, env={"belief": "counting"})).pretrain.rounds == 1
-    # the rounds' own networks are featureless, so the run's network may have features
-    assert parse_config(with_(pretrain={**_ROLLOUT, "rounds": 2, "round_net_arch": [64, 64]},
-                              env={"belief": "counting"})).pretrain.round_net_arch == [64, 64]
+def test_expert_iteration_accepts_rule_and_a_belief_none_checkpoint_with_several_generations():
+    config = parse_config(with_(expert_iteration={**_EI, "start": "search-q-none", "generations": 3}))
+    assert config.expert_iteration.generations == 3 and config.expert_iteration.simulations == 800
+    assert parse_config(with_(expert_iteration=_EI, env={"belief": "counting"})).expert_iteration.generations == 1
+    # the generations' own networks are featureless, so the run's network may have features
+    assert parse_config(with_(expert_iteration={**_EI, "generations": 2, "generation_net_arch": [64, 64]},
+                              env={"belief": "counting"})).expert_iteration.generation_net_arch == [64, 64]
 
 
 # ------------------------------------------------------------------------------------ files and overrides
@@ -365,16 +358,16 @@ def test_overrides_are_read_as_yaml(tmp_path: Path):
     path = tmp_path / "c.yaml"
     path.write_text("total_timesteps: 1000\nppo:\n  n_steps: 64\n")
     config = load_config(path, ["ppo.learning_rate=3e-4", "env.belief=counting", "eval.opponents=[rule]",
-                                "policy.net_arch=[32, 32]", "pretrain.teacher=rule", "progress_bar=false",
+                                "policy.net_arch=[32, 32]", "expert_iteration.start=rule", "progress_bar=false",
                                 "total_timesteps=2_000", "ppo.batch_size=32"])
     assert config.ppo.learning_rate == pytest.approx(3e-4)
     assert config.ppo.n_steps == 64 and config.ppo.batch_size == 32  # the file's other keys stay
     assert config.env.belief == "counting" and config.eval.opponents == ["rule"]
-    assert config.policy.net_arch == [32, 32] and config.pretrain.teacher == "rule"
+    assert config.policy.net_arch == [32, 32] and config.expert_iteration.start == "rule"
     assert config.progress_bar is False and config.total_timesteps == 2000
-    # A later override wins; pretrain.teacher=null turns cloning off again.
-    assert load_config(path, ["seed=1", "seed=2", "pretrain.teacher=null"]).seed == 2
-    assert load_config(path, ["pretrain.teacher=null"]).pretrain.teacher is None
+    # A later override wins; expert_iteration.start=null turns expert iteration off again.
+    assert load_config(path, ["seed=1", "seed=2", "expert_iteration.start=null"]).seed == 2
+    assert load_config(path, ["expert_iteration.start=null"]).expert_iteration.start is None
 
 
 def test_overrides_are_validated(tmp_path: Path):
@@ -382,7 +375,7 @@ def test_overrides_are_validated(tmp_path: Path):
     path.write_text("total_timesteps: 1000\n")
     with pytest.raises(ConfigError, match=re.escape("ppo.gamma must be between 0 and 1, got 2")):
         load_config(path, ["ppo.gamma=2"])
-    with pytest.raises(ConfigError, match="did you mean 'learning_rate'"):
+    with pytest.raises(ConfigError, match="did you mean 'ppo.learning_rate'"):
         load_config(path, ["ppo.learningrate=1e-4"])
 
 
@@ -419,7 +412,7 @@ def test_cli_config_error_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixtur
     path.write_text("total_timesteps: 1000\nppo:\n  gama: 0.9\n")
     status, err = run_cli(capsys, str(path), "--run-dir", str(tmp_path / "run"))
     assert status == 2
-    assert_names(err, "uno-train: config error", "ppo.gama", "did you mean 'gamma'")
+    assert_names(err, "uno-train: config error", "ppo.gama", "did you mean 'ppo.gamma'")
     assert not (tmp_path / "run").exists()
 
 

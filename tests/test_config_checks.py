@@ -29,13 +29,13 @@ RULES = {
     "ppo.target_kl": "positive",
     "opponents[].until": "fraction",
     "self_play.pool_size": "positive",
-    "pretrain.games": "positive", "pretrain.rounds": "positive", "pretrain.expert_games": "positive",
-    "pretrain.epochs": "positive",
-    "pretrain.learning_rate": "positive", "pretrain.batch_size": "positive", "pretrain.deck_orders": "positive",
-    "pretrain.base_bonus": "non_negative", "pretrain.search_simulations": "positive",
-    "pretrain.search_leaf_moves": "non_negative", "pretrain.shard_games": "positive", "pretrain.window": "positive",
-    "pretrain.last_window": "positive",
-    "pretrain.gate_pairs": "non_negative", "pretrain.critic_games": "non_negative",
+    "expert_iteration.games": "positive", "expert_iteration.generations": "positive",
+    "expert_iteration.epochs": "positive", "expert_iteration.learning_rate": "positive",
+    "expert_iteration.batch_size": "positive", "expert_iteration.base_bonus": "non_negative",
+    "expert_iteration.simulations": "positive", "expert_iteration.leaf_moves": "non_negative",
+    "expert_iteration.shard_games": "positive", "expert_iteration.window": "positive",
+    "expert_iteration.last_window": "positive", "expert_iteration.gate_pairs": "non_negative",
+    "distil.epochs": "positive", "distil.learning_rate": "positive", "distil.batch_size": "positive",
     "ppo_phase.steps": "non_negative", "ppo_phase.kl_coef": "non_negative", "ppo_phase.learning_rate": "positive",
     "ppo_phase.ent_coef": "non_negative", "ppo_phase.num_envs": "positive", "ppo_phase.num_steps": "positive",
     "ppo_phase.update_epochs": "positive", "ppo_phase.eval_every": "non_negative",
@@ -80,9 +80,7 @@ def config_with(path: str, value: Any) -> dict[str, Any]:
     """A minimal valid config mapping with ``path`` set to ``value``."""
     data: dict[str, Any] = {"total_timesteps": 1000, "ppo": {"batch_size": 8}}  # fits any rollout tried here
     if path == "total_timesteps":
-        data["pretrain"] = {"teacher": "rule"}  # 0 steps is the warm start alone
-    if path == "pretrain.last_window":  # set only with generations of labels
-        data["pretrain"] = {"teacher": "rule", "labels": "search-values"}
+        data["expert_iteration"] = {"start": "rule"}  # 0 steps is expert iteration alone
     if path == "opponents[].until":
         data["opponents"] = [{"mix": {"random": 1.0}, "until": value}]
         return data

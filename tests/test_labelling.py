@@ -1,4 +1,4 @@
-"""Label shards (train.training.labelling) and the warm start that uses them: same seed, same labels, whatever
+"""Label shards (train.training.labelling) and the expert iteration that uses them: same seed, same labels, whatever
 the workers and whatever stopped the run; Ctrl-C, kill -9 and damaged shards during a real ``uno-train``.
 
 The runs are tiny: a few games labelled by a 20-simulation search, in shards of two games.
@@ -28,13 +28,13 @@ from agents.files import file_digest
 from agents.ppo import load_network
 from train.config import ConfigError, parse_config
 from train.evaluation.matches import abandon
-from train.training import labelling, pretrain
+from train.training import labelling
+from train.training.expert_iteration import run_expert_iteration
 from train.training.labelling import LabelJob, Workers
-from train.training.rollout_values import SearchLabels
+from train.training.search_labels import SearchLabels
 
 ROOT = Path(__file__).resolve().parents[1]
-JOB = LabelJob(games=6, shard_games=2, seed=3, round=1, deck_orders=1, belief="none", base="rule",
-               search=SearchLabels(20))
+JOB = LabelJob(games=6, shard_games=2, seed=3, generation=1, belief="none", base="rule", search=SearchLabels(20))
 
 
 def same_labels(a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]) -> bool:
@@ -56,7 +56,7 @@ def test_the_labels_depend_on_the_seed_alone_not_on_the_workers(tmp_path: Path):
 
 def test_a_second_run_reuses_the_shards_and_relabels_a_missing_or_damaged_one(tmp_path: Path,
                                                                              capsys: pytest.CaptureFixture[str]):
-    folder = tmp_path / "round_1"
+    folder = tmp_path / "generation_1"
     with Workers(2) as workers:
         first, _ = labelling.run(JOB, folder, workers, progress=False)
         again, made = labelling.run(JOB, folder, workers, progress=False)  # everything on disk: no worker starts
@@ -72,7 +72,7 @@ def test_a_second_run_reuses_the_shards_and_relabels_a_missing_or_damaged_one(tm
 
 
 def test_a_shard_of_another_job_is_set_aside_not_mixed_in(tmp_path: Path):
-    folder = tmp_path / "round_1"
+    folder = tmp_path / "generation_1"
     labelling.run(JOB, folder, Workers(1), progress=False)
     stranger = tmp_path / "stranger"
     labelling.run(LabelJob(**{**JOB.__dict__, "seed": 9}), stranger, Workers(1), progress=False)
@@ -87,7 +87,7 @@ def test_a_worker_killed_mid_shard_is_replaced_and_its_shard_labelled_once(tmp_p
     # 100 shards: in a fresh clone both workers compile the kernels first, then the shards come quickly; the kill must
     # still find most of them ahead (with 20 shards, CI once saw half of them written before the first was seen).
     job = LabelJob(**{**JOB.__dict__, "games": 200})
-    folder = tmp_path / "round_1"
+    folder = tmp_path / "generation_1"
     killed = []
 
     def kill_a_worker() -> None:  # once labelling is under way, as the kernel's OOM killer would
@@ -114,9 +114,9 @@ def test_a_worker_killed_mid_shard_is_replaced_and_its_shard_labelled_once(tmp_p
 def test_a_worker_killed_while_it_sends_its_labels_is_replaced_not_waited_for(tmp_path: Path):
     # A worker killed in the middle of writing its result leaves the pool's manager thread waiting for the rest of the
     # message, so the pool never says it broke (CPython 3.11). The parent writes such half a message itself, holding
-    # the pipe's lock as a worker would, and kills the workers: the round must still end, every shard labelled once.
+    # the pipe's lock as a worker would, and kills the workers: the generation must end, every shard labelled once.
     job = LabelJob(**{**JOB.__dict__, "games": 40})
-    folder = tmp_path / "round_1"
+    folder = tmp_path / "generation_1"
     workers = Workers(2)
 
     def jam() -> None:
@@ -133,12 +133,12 @@ def test_a_worker_killed_while_it_sends_its_labels_is_replaced_not_waited_for(tm
     runner = threading.Thread(target=lambda: outcome.update(labels=labelling.run(job, folder, workers, False)),
                               daemon=True)
     runner.start()
-    runner.join(timeout=120)  # a bound, not a speed claim: the round takes seconds
+    runner.join(timeout=120)  # a bound, not a speed claim: the generation takes seconds
     hung = runner.is_alive()
     if hung:  # let the stuck manager thread end, so that this process can
         abandon(workers._executor)
     workers.close(cancel=True)
-    assert not hung, "the round waited for ever on a pool whose worker died mid-message"
+    assert not hung, "the generation waited for ever on a pool whose worker died mid-message"
     labels, made = outcome["labels"]
     reference, _ = labelling.run(job, tmp_path / "reference", Workers(2), progress=False)
     assert same_labels(labels, reference) and made == len(labels[2])
@@ -146,13 +146,13 @@ def test_a_worker_killed_while_it_sends_its_labels_is_replaced_not_waited_for(tm
 
 
 @pytest.mark.parametrize(("change", "named"), [
-    ({"search": SearchLabels(40)}, "pretrain.search_simulations"),
-    ({"search": SearchLabels(20, "particles")}, "pretrain.search_belief"),
-    ({"games": 8}, "pretrain.games"),
-    ({"shard_games": 3}, "pretrain.shard_games"),
+    ({"search": SearchLabels(40)}, "expert_iteration.simulations"),
+    ({"search": SearchLabels(20, "particles")}, "expert_iteration.belief"),
+    ({"games": 8}, "expert_iteration.games"),
+    ({"shard_games": 3}, "expert_iteration.shard_games"),
     ({"belief": "counting"}, "env.belief"),
     ({"seed": 5}, "seed"),
-    ({"opponent": (("rule", 1.0), ("random", 1.0))}, "pretrain.opponent"),
+    ({"opponent": (("rule", 1.0), ("random", 1.0))}, "expert_iteration.opponent"),
 ])
 def test_labels_made_with_other_settings_are_refused_by_name(change: dict, named: str, tmp_path: Path):
     labelling.run(JOB, tmp_path, Workers(1), progress=False)
@@ -171,12 +171,12 @@ def test_the_labelled_games_are_played_against_the_opponent_mix(tmp_path: Path):
         assert not same_labels(against_rule, labels(opponent=(("self", 1.0),), pool=("random",)))
 
 
-# ------------------------------------------------------------------------------------ the warm start of uno-train
+# ------------------------------------------------------------------------------------ expert iteration in uno-train
 TINY_RUN = {
     "name": "tiny-labels", "seed": 0, "total_timesteps": 0, "progress_bar": False,
     "env": {"belief": "none"}, "policy": {"net_arch": [16]},
-    "pretrain": {"teacher": "random", "labels": "search-values", "games": 16, "shard_games": 2, "rounds": 2,
-                 "round_net_arch": [8], "search_simulations": 20, "epochs": 2, "batch_size": 64},
+    "expert_iteration": {"start": "random", "games": 16, "shard_games": 2, "generations": 2,
+                         "generation_net_arch": [8], "simulations": 20, "epochs": 2, "batch_size": 64},
     "eval": {"every": 0, "final_pairs": 0, "workers": 2, "belief_games": 0},
 }
 
@@ -200,17 +200,17 @@ def ended_within(process: subprocess.Popen, seconds: float) -> int:
         pytest.fail(f"still running {seconds:g} s later; its stacks and output:\n{process.stderr.read()}")
 
 
-def config_file(folder: Path, **pretrain) -> Path:
+def config_file(folder: Path, **settings) -> Path:
     data = json.loads(json.dumps(TINY_RUN))
-    data["pretrain"].update(pretrain)
+    data["expert_iteration"].update(settings)
     path = folder / "tiny.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
 
 
 def all_labels(run: Path) -> list[tuple[np.ndarray, ...]]:
-    """Each round's labels as its shards hold them, in order."""
-    return [shards(folder) for folder in sorted((run / "pretrain").glob("round_*/"))]
+    """Each generation's labels as its shards hold them, in order."""
+    return [shards(folder) for folder in sorted((run / "expert_iteration").glob("generation_*/"))]
 
 
 def shards(folder: Path) -> tuple[np.ndarray, ...]:
@@ -241,7 +241,7 @@ def labelling_run(config: Path, run: Path) -> subprocess.Popen:
     """``uno-train config --run-dir run``, once its first label shard is on disk (labelling has begun)."""
     process = start([str(config), "--run-dir", str(run)])
     deadline = time.monotonic() + 120
-    while not list((run / "pretrain" / "round_1").glob("shard_*.npz")):
+    while not list((run / "expert_iteration" / "generation_1").glob("shard_*.npz")):
         assert time.monotonic() < deadline and process.poll() is None, process.stderr.read()
         time.sleep(0.2)
     return process
@@ -250,7 +250,7 @@ def labelling_run(config: Path, run: Path) -> subprocess.Popen:
 def finished_run(tmp_path: Path) -> Path:
     """A finished one-generation tiny run's folder."""
     run = tmp_path / "run"
-    done = start([str(config_file(tmp_path, rounds=1)), "--run-dir", str(run)])
+    done = start([str(config_file(tmp_path, generations=1)), "--run-dir", str(run)])
     assert done.wait(timeout=240) == 0, done.stderr.read()
     return run
 
@@ -284,7 +284,7 @@ def test_kill_9_at_random_moments_then_resume_gives_the_same_labels_and_model(tm
 
 @pytest.mark.slow  # real uno-train processes
 def test_ctrl_c_while_labelling_stops_within_seconds_keeps_the_shards_and_leaves_no_process(tmp_path: Path):
-    config = config_file(tmp_path, games=400, rounds=1, search_simulations=200)
+    config = config_file(tmp_path, games=400, generations=1, simulations=200)
     run = tmp_path / "run"
     process = labelling_run(config, run)
     os.killpg(process.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends: the whole group
@@ -294,13 +294,14 @@ def test_ctrl_c_while_labelling_stops_within_seconds_keeps_the_shards_and_leaves
     err = process.stderr.read()
     assert f"uno-train --resume {run}" in err and "label shards are kept" in err
     assert group_gone(process.pid)
-    kept = list((run / "pretrain" / "round_1").glob("shard_*.npz"))
-    assert kept and len(json.loads((run / "pretrain" / "round_1" / "labels.json").read_text())["shards"]) >= len(kept)
+    kept = list((run / "expert_iteration" / "generation_1").glob("shard_*.npz"))
+    manifest = json.loads((run / "expert_iteration" / "generation_1" / "labels.json").read_text())
+    assert kept and len(manifest["shards"]) >= len(kept)
 
 
 @pytest.mark.slow  # real uno-train processes
 def test_sigterm_while_labelling_stops_the_same_way(tmp_path: Path):
-    config = config_file(tmp_path, games=400, rounds=1, search_simulations=200)
+    config = config_file(tmp_path, games=400, generations=1, simulations=200)
     run = tmp_path / "run"
     process = labelling_run(config, run)
     os.kill(process.pid, signal.SIGTERM)  # the main process alone, as a job scheduler does
@@ -312,48 +313,48 @@ def test_sigterm_while_labelling_stops_the_same_way(tmp_path: Path):
 
 @pytest.mark.slow  # real uno-train processes
 def test_resume_with_another_labelling_setting_is_refused_by_name(tmp_path: Path):
-    config = config_file(tmp_path, games=400, rounds=1)  # 200 shards: the kill comes while labelling
+    config = config_file(tmp_path, games=400, generations=1)  # 200 shards: the kill comes while labelling
     run = tmp_path / "run"
     process = labelling_run(config, run)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     assert not (run / "checkpoints").is_dir() or not any((run / "checkpoints").iterdir())
     before = (run / "config.yaml").read_text()
-    refused = start(["--resume", str(run), "--set", "pretrain.search_simulations=30"])
+    refused = start(["--resume", str(run), "--set", "expert_iteration.simulations=30"])
     assert refused.wait(timeout=120) == 2
-    assert "made with pretrain.search_simulations = 20" in refused.stderr.read()
+    assert "made with expert_iteration.simulations = 20" in refused.stderr.read()
     assert (run / "config.yaml").read_text() == before  # the refused command changed nothing
 
 
 @pytest.mark.slow  # real uno-train processes
-def test_resume_past_the_warm_start_refuses_a_pretrain_setting_it_could_no_longer_use(tmp_path: Path):
+def test_resume_past_expert_iteration_refuses_a_setting_it_could_no_longer_use(tmp_path: Path):
     run = finished_run(tmp_path)
     before = (run / "config.yaml").read_text()
-    refused = start(["--resume", str(run), "--set", "pretrain.search_simulations=30"])
+    refused = start(["--resume", str(run), "--set", "expert_iteration.simulations=30"])
     assert refused.wait(timeout=120) == 2
     err = refused.stderr.read()
-    assert "pretrain.search_simulations = 30" in err and "ran with pretrain.search_simulations = 20" in err
+    assert "expert_iteration.simulations = 30" in err and "ran with expert_iteration.simulations = 20" in err
     assert (run / "config.yaml").read_text() == before
-    same = start(["--resume", str(run), "--set", "pretrain.search_simulations=20"])  # unchanged: allowed
+    same = start(["--resume", str(run), "--set", "expert_iteration.simulations=20"])  # unchanged: allowed
     assert same.wait(timeout=120) == 0, same.stderr.read()
 
 
 @pytest.mark.slow  # real uno-train processes
 def test_more_generations_on_a_finished_run_equal_a_run_that_had_them_from_the_start_even_if_killed(tmp_path: Path):
-    config = config_file(tmp_path, round_net_arch=None)  # every generation refits the run's network
+    config = config_file(tmp_path, generation_net_arch=None)  # every generation refits the run's network
     whole = tmp_path / "whole"
     done = start([str(config), "--run-dir", str(whole)])  # two generations at once
     assert done.wait(timeout=240) == 0, done.stderr.read()
     grown = tmp_path / "grown"
-    first = start([str(config), "--run-dir", str(grown), "--set", "pretrain.rounds=1"])
+    first = start([str(config), "--run-dir", str(grown), "--set", "expert_iteration.generations=1"])
     assert first.wait(timeout=240) == 0, first.stderr.read()
     one = weights(grown / "best_model.zip")
     finished = start(["--resume", str(grown)])
     assert finished.wait(timeout=120) == 0
-    assert "--set pretrain.rounds=N with N > 1" in finished.stdout.read()  # what to ask for more
-    more = start(["--resume", str(grown), "--set", "pretrain.rounds=2"])
+    assert "--set expert_iteration.generations=N with N > 1" in finished.stdout.read()  # what to ask for more
+    more = start(["--resume", str(grown), "--set", "expert_iteration.generations=2"])
     deadline = time.monotonic() + 120
-    while not list((grown / "pretrain" / "round_2").glob("shard_*.npz")):
+    while not list((grown / "expert_iteration" / "generation_2").glob("shard_*.npz")):
         assert time.monotonic() < deadline and more.poll() is None, more.stderr.read()
         time.sleep(0.2)
     os.killpg(more.pid, signal.SIGKILL)  # mid-generation: the resume needs no --set, the folder says what was asked
@@ -368,28 +369,29 @@ def test_more_generations_on_a_finished_run_equal_a_run_that_had_them_from_the_s
         for a, b in zip(weights(whole / path), weights(grown / path), strict=True):
             assert np.array_equal(a, b)
     assert any(not np.array_equal(a, b) for a, b in zip(one, weights(grown / "best_model.zip"), strict=True))
-    for a, b in zip(one, weights(grown / "pretrain" / "round_1.zip"), strict=True):  # generation 1 is kept
+    for a, b in zip(one, weights(grown / "expert_iteration" / "generation_1.zip"), strict=True):  # generation 1 is kept
         assert np.array_equal(a, b)
 
 
 @pytest.mark.slow  # a real uno-train process
-def test_self_in_the_opponent_mix_plays_the_teacher_and_every_generation_kept(tmp_path: Path):
+def test_self_in_the_opponent_mix_plays_the_start_and_every_generation_kept(tmp_path: Path):
     run = tmp_path / "run"
-    config = config_file(tmp_path, opponent={"self": 1.0, "rule": 1.0}, rounds=3)
+    config = config_file(tmp_path, opponent={"self": 1.0, "rule": 1.0}, generations=3)
     done = start([str(config), "--run-dir", str(run)])
     assert done.wait(timeout=240) == 0, done.stderr.read()
-    pools = [json.loads((run / "pretrain" / f"round_{k}" / "labels.json").read_text())["settings"]["self-play pool"]
+    pools = [json.loads((run / "expert_iteration" / f"generation_{k}" / "labels.json").read_text())["settings"]
+             ["self-play pool"]
              for k in (1, 2, 3)]
-    generations = [file_digest(run / "pretrain" / f"round_{k}.zip") for k in (1, 2)]
+    generations = [file_digest(run / "expert_iteration" / f"generation_{k}.zip") for k in (1, 2)]
     assert pools == [["random"], ["random", generations[0]], ["random", *generations]]
 
 
 def test_an_opponent_that_needs_belief_features_is_refused_by_name_before_any_label(tmp_path: Path):
     """The labelled games give their opponent no belief features, so a checkpoint fitted with them cannot be one."""
     data = json.loads(json.dumps(TINY_RUN))
-    data["pretrain"]["opponent"] = {"rule": 1.0, "search-q-particles": 1.0}
-    with pytest.raises(ConfigError, match=r"pretrain\.opponent\.search-q-particles: .* belief 'particles'"):
-        pretrain.improve(None, parse_config(data), seed=0, workdir=tmp_path)
+    data["expert_iteration"]["opponent"] = {"rule": 1.0, "search-q-particles": 1.0}
+    with pytest.raises(ConfigError, match=r"expert_iteration\.opponent\.search-q-particles: .* belief 'particles'"):
+        run_expert_iteration(None, parse_config(data), seed=0, workdir=tmp_path)
     assert not any(tmp_path.iterdir())
 
 
@@ -397,10 +399,12 @@ def test_an_opponent_that_needs_belief_features_is_refused_by_name_before_any_la
 def test_more_generations_with_another_setting_are_refused_by_name_and_change_nothing(tmp_path: Path):
     run = finished_run(tmp_path)
     before = {path: path.read_bytes() for path in run.rglob("*") if path.is_file()}
-    refused = start(["--resume", str(run), "--set", "pretrain.rounds=2", "--set", "pretrain.epochs=3"])
+    refused = start(["--resume", str(run), "--set", "expert_iteration.generations=2", "--set",
+                     "expert_iteration.epochs=3"])
     assert refused.wait(timeout=120) == 2
     err = refused.stderr.read()
-    assert "cannot add generations" in err and "pretrain.epochs = 3" in err and "ran with pretrain.epochs = 2" in err
+    assert "cannot add generations" in err and "expert_iteration.epochs = 3" in err
+    assert "ran with expert_iteration.epochs = 2" in err
     assert {path: path.read_bytes() for path in run.rglob("*") if path.is_file()} == before
 
 
@@ -448,7 +452,7 @@ def test_a_ctrl_c_as_a_shard_is_saved_leaves_the_shard_in_the_manifest(tmp_path:
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
-            labelling.run(LabelJob(4, 1, 0, 1, 1, "none", "rule"), tmp_path, _Threads(), progress=False)
+            labelling.run(LabelJob(4, 1, 0, 1, "none", "rule", SearchLabels(20)), tmp_path, _Threads(), progress=False)
     finally:
         signal.signal(signal.SIGINT, previous)
     on_disk = {path.name for path in tmp_path.glob("shard_*.npz")}

@@ -1,15 +1,13 @@
-"""Properties of the labels the learning pipeline fits (train.training.rollout_values): the side they are scored
-from, common random numbers between the moves of one label, and their dependence on the seed alone.
+"""Properties of the labels expert iteration fits (train.training.search_labels): the side they are scored from,
+common random numbers between the moves of one label, and their dependence on the seed alone.
 
-* **Sides.** A hand-made position whose best move is known (skip, then go out: +1 for sure; the other move lets the
-  opponent go out: -1 for sure) is labelled with the mover on seat 0 and on seat 1: the labels are the mover's, so
-  they are the same. A position and its seat-swapped copy (the hands exchanged, the other seat to move) get
-  exactly the same labels from the same random stream, with every base player: the playouts are symmetric in the
-  seats, so any label scored from a fixed seat, or a base player put on the wrong seat, breaks the equality.
+* **Sides.** A hand-made position whose best move is known (skip, then go out: +1 for sure) is labelled with the
+  mover on seat 0 and on seat 1: the labels are the mover's, so they are the same. A position and its seat-swapped
+  copy (the hands exchanged, the other seat to move) get exactly the same labels from the same random stream: a
+  label scored from a fixed seat breaks the equality.
 * **Common random numbers.** The k-th world (hidden hand, deck order and random stream) of every move of a label
-  is the same world: checked on the worlds themselves, recorded as the playouts receive them, for the rollout
-  labels and for the search's labels (its compiled root loop run as plain Python, ``run_root.py_func``, so that
-  each simulation's world can be seen).
+  is the same world: checked on the worlds themselves, recorded as the simulations receive them (the search's
+  compiled root loop run as plain Python, ``run_root.py_func``, so that each simulation's world can be seen).
 * **Seeds.** Labels made twice with the same seed are equal; with another seed they differ.
 """
 
@@ -27,14 +25,13 @@ import agents.search
 import agents.search_kernels
 from agents.ppo import save_model
 from train.training.labelling import LabelJob, label_shard
-from train.training.rollout_values import BasePlayer, SearchLabels, _Labeller, collect, move_values
+from train.training.search_labels import BasePlayer, SearchLabels, _Labeller, collect
 from uno_env import UnoEnv
-from uno_env.core import DECK, DECK_LEN
 from uno_env.game import Game
 from uno_env.seat import Seat
 
-# The mover holds red:skip and red:5, the other seat red:7, on red:9. Skip, then red:5: out, a sure win. Red:5 at
-# once: the other seat goes out with red:7, a sure loss. Every base player and every world agrees.
+# The mover holds red:skip and red:5, the other seat red:7, on red:9. Skip, then red:5: out, a sure win, in every
+# world. Red:5 at once lets the other seat go out if its card follows it.
 MOVER, OTHER, TOP = ["red:skip", "red:5"], ["red:7"], "red:9"
 SKIP, FIVE = act("red:skip"), act("red:5")
 
@@ -73,33 +70,10 @@ def network_base(tmp_path_factory) -> BasePlayer:
 
 
 # ---------------------------------------------------------------------------------------------- sides
-@pytest.mark.parametrize("seat", [0, 1])
-def test_rollout_labels_of_the_known_position_are_the_movers(seat):
-    game = known_position(seat)
-    assert game.current == seat and game.legal_actions() == sorted([SKIP, FIVE])
-    values = move_values(game, deck_orders=4, rng=np.random.default_rng(seat))
-    assert values[SKIP] == 1.0 and values[FIVE] == -1.0
-    assert np.isnan(np.delete(values, [SKIP, FIVE])).all()
-
-
-@pytest.mark.parametrize("base", ["rule", "random", "network"])
-def test_seat_swapped_positions_get_the_same_rollout_labels(base, network_base):
-    player = network_base if base == "network" else BasePlayer(base)
-    spreads = []
-    for seed in range(4):
-        game = mid_game(seed)
-        values = move_values(game, 6, np.random.default_rng(seed), player)
-        assert np.array_equal(values, move_values(swapped(game), 6, np.random.default_rng(seed), player),
-                              equal_nan=True)
-        spreads.append(np.nanmax(values) - np.nanmin(values))
-    # not only positions where every move is worth the same, or a label from the wrong side could not show
-    assert max(spreads) > 0
-
-
-def label_once(game: Game, seed: int, search: SearchLabels | None, base: str = "rule") -> np.ndarray:
+def label_once(game: Game, seed: int, search: SearchLabels, base: str = "rule") -> np.ndarray:
     """The labels the labeller records at ``game``'s decision (then played), seated on the seat to move, with the
     base player ``base`` (a name or a checkpoint's path)."""
-    labeller = _Labeller(4, "none", base, search)
+    labeller = _Labeller("none", base, search)
     seat = Seat(game.current, labeller)
     seat.start(game, seed)
     labeller.deal(game)
@@ -108,20 +82,16 @@ def label_once(game: Game, seed: int, search: SearchLabels | None, base: str = "
     return values
 
 
-@pytest.mark.parametrize("search", [None, SearchLabels(simulations=800, belief="counting"),
-                                    SearchLabels(simulations=800, belief="aware")], ids=["rollout", "search",
-                                                                                         "aware search"])
+@pytest.mark.parametrize("search", [SearchLabels(simulations=800, belief="counting"),
+                                    SearchLabels(simulations=800, belief="aware")], ids=["search", "aware search"])
 def test_the_labeller_scores_the_known_position_for_the_seat_it_plays(search):
     for seat in (0, 1):
         values = label_once(known_position(seat), seat, search)
         assert values[SKIP] == 1.0, seat
-        if search is None:  # from the true position: the other seat holds red:7
-            assert values[FIVE] == -1.0, seat
-        else:
-            # The search does not see the other hand: a card drawn from the 105 unseen ones. It goes out on red:5 if
-            # that card is playable (22 reds, 6 other 5s, 8 wilds: p = 36/105); otherwise it draws and the skip
-            # wins. On the +-1 scale: 1 - 2p = 0.314; 400 simulations per move, a standard error about 0.05.
-            assert abs(values[FIVE] - (1 - 2 * 36 / 105)) < 0.2, seat
+        # The search does not see the other hand: a card drawn from the 105 unseen ones. It goes out on red:5 if
+        # that card is playable (22 reds, 6 other 5s, 8 wilds: p = 36/105); otherwise it draws and the skip
+        # wins. On the +-1 scale: 1 - 2p = 0.314; 400 simulations per move, a standard error about 0.05.
+        assert abs(values[FIVE] - (1 - 2 * 36 / 105)) < 0.2, seat
 
 
 def test_search_labels_of_seat_swapped_games_are_equal():
@@ -135,42 +105,6 @@ def test_search_labels_of_seat_swapped_games_are_equal():
 
 
 # ---------------------------------------------------------------------------------------------- common random numbers
-class RecordingBase(BasePlayer):
-    """A base player that records, per move, the world (packed state and stream seed) of each playout."""
-
-    def __init__(self, base: str = "rule") -> None:
-        super().__init__(base)
-        self.worlds: dict[int, list[tuple[bytes, int]]] = defaultdict(list)
-
-    def outcome(self, state: np.ndarray, action: int, seed: np.uint64) -> int:
-        self.worlds[action].append((state.tobytes(), int(seed)))
-        return super().outcome(state, action, seed)
-
-
-@pytest.mark.parametrize("base", ["rule", "random"])
-def test_every_move_of_a_rollout_label_plays_in_the_same_worlds(base):
-    for seed in range(3):
-        game = mid_game(seed)
-        player = RecordingBase(base)
-        move_values(game, 5, np.random.default_rng(seed), player)
-        sequences = list(player.worlds.values())
-        assert len(sequences) == len(game.legal_actions()) > 1
-        assert all(len(worlds) == 5 for worlds in sequences)
-        assert all(worlds == sequences[0] for worlds in sequences[1:])
-        # five different worlds (deck orders and seeds), not one world five times
-        assert len({state for state, _ in sequences[0]}) == 5 and len({s for _, s in sequences[0]}) == 5
-
-
-def test_the_first_world_of_a_rollout_label_is_the_true_deck_and_the_others_reorder_it():
-    game = mid_game(1)
-    player = RecordingBase()
-    move_values(game, 3, np.random.default_rng(0), player)
-    states = [np.frombuffer(state, dtype=np.int64) for state, _ in next(iter(player.worlds.values()))]
-    decks = [list(state[DECK:DECK + state[DECK_LEN]]) for state in states]
-    assert decks[0] == list(game.deck)  # the packed deck keeps the draw order (drawn from its end)
-    assert all(sorted(deck) == sorted(game.deck) and deck != decks[0] for deck in decks[1:])
-
-
 class WorldLog:
     """Per root action, the worlds (packed state, seed) its compiled simulations ran in, in order."""
 
@@ -219,20 +153,12 @@ def test_every_move_of_a_search_label_plays_in_the_same_worlds(kernel, leaf_move
 
 
 # ---------------------------------------------------------------------------------------------- seeds
-def test_rollout_labels_depend_on_the_seed_alone():
-    game = mid_game(0)
-    first = move_values(game, 8, np.random.default_rng(5))
-    assert np.array_equal(first, move_values(game, 8, np.random.default_rng(5)), equal_nan=True)
-    others = [move_values(game, 8, np.random.default_rng(seed)) for seed in (6, 7, 8)]
-    assert any(not np.array_equal(first, other, equal_nan=True) for other in others)
-
-
-@pytest.mark.parametrize("search", [None, SearchLabels(simulations=100, belief="counting")], ids=["rollout", "search"])
-def test_collected_labels_depend_on_the_seed_alone(search):
-    first = collect(games=3, seed=11, deck_orders=2, belief="none", search=search)
-    again = collect(games=3, seed=11, deck_orders=2, belief="none", search=search)
+def test_collected_labels_depend_on_the_seed_alone():
+    search = SearchLabels(simulations=100, belief="counting")
+    first = collect(games=3, seed=11, belief="none", base="rule", search=search)
+    again = collect(games=3, seed=11, belief="none", base="rule", search=search)
     assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(first, again, strict=True))
-    other = collect(games=3, seed=12, deck_orders=2, belief="none", search=search)
+    other = collect(games=3, seed=12, belief="none", base="rule", search=search)
     assert len(other[1]) != len(first[1]) or not np.array_equal(other[1], first[1], equal_nan=True)
     # the same position labelled from another stream: same legal moves, other values
     game = mid_game(3)
@@ -241,11 +167,12 @@ def test_collected_labels_depend_on_the_seed_alone(search):
 
 
 # ---------------------------------------------------------------------------------------------- shards
-def test_each_shard_and_round_plays_its_own_games_and_the_shards_add_up():
-    job = LabelJob(games=5, shard_games=2, seed=7, round=1, deck_orders=1, belief="none", base="rule")
+def test_each_shard_and_generation_plays_its_own_games_and_the_shards_add_up():
+    job = LabelJob(games=5, shard_games=2, seed=7, generation=1, belief="none", base="rule",
+                   search=SearchLabels(simulations=20))
     assert job.shards == 3 and [job.shard_size(shard) for shard in range(3)] == [2, 2, 1]
     seeds = [job.shard_seed(shard) for shard in range(3)]
-    seeds += [replace(job, round=2).shard_seed(shard) for shard in range(3)] + [replace(job, seed=8).shard_seed(0)]
+    seeds += [replace(job, generation=2).shard_seed(shard) for shard in range(3)] + [replace(job, seed=8).shard_seed(0)]
     assert len(set(seeds)) == len(seeds)
     first, second = label_shard(job, 0), label_shard(job, 1)
     assert len(first[0]) != len(second[0]) or not np.array_equal(first[0], second[0])
@@ -253,9 +180,11 @@ def test_each_shard_and_round_plays_its_own_games_and_the_shards_add_up():
 
 
 def test_the_search_settings_the_labels_depend_on_are_all_recorded():
-    job = LabelJob(4, 2, 0, 1, 1, "none", "rule", SearchLabels(simulations=30))
+    job = LabelJob(4, 2, 0, 1, "none", "rule", SearchLabels(simulations=30))
     guided = replace(job, search=SearchLabels(simulations=30, leaf_moves=2))
-    assert job.settings()["pretrain.search_leaf_moves"] is None
-    assert guided.settings()["pretrain.search_leaf_moves"] == 2
+    assert job.settings()["expert_iteration.leaf_moves"] is None
+    assert guided.settings()["expert_iteration.leaf_moves"] == 2
     assert {key: value for key, value in job.settings().items() if value != guided.settings()[key]} == \
-        {"pretrain.search_leaf_moves": None}
+        {"expert_iteration.leaf_moves": None}
+    settings = job.settings()
+    assert (settings["expert_iteration.simulations"], settings["expert_iteration.belief"]) == (30, "counting")

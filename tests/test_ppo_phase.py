@@ -1,9 +1,9 @@
-"""A training run's PPO phase (train.training.ppo_phase): run after the warm start, checkpointed and evaluated like
+"""A training run's PPO phase (train.training.ppo_phase): run after expert iteration, checkpointed and evaluated like
 the run's other networks, resumed after a kill from its own last checkpoint, and refused with a message when the
 config asks for what the native vector env cannot play.
 
-The runs are tiny (a 16-unit network cloned from 20 games of ``rule``, a few updates of 256 steps): they check what
-the trainer does with the phase, not that it learns (docs/RESULTS.md measures that).
+The runs are tiny (a 16-unit network fitted on one generation of 20 games, a few updates of 256 steps): they check what
+the trainer does with the phase, not that it learns (docs/results.md measures that).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from train.training.trainer import TrainingInterrupted, train
 PHASE_RUN: dict[str, Any] = {
     "name": "phase", "seed": 0, "total_timesteps": 0, "progress_bar": False,
     "policy": {"net_arch": [16]},
-    "pretrain": {"teacher": "rule", "games": 20, "epochs": 1},
+    "expert_iteration": {"start": "rule", "games": 20, "simulations": 20, "epochs": 1},
     "ppo_phase": {"steps": 2048, "num_envs": 16, "num_steps": 16, "eval_every": 2},
     "eval": {"every": 0, "pairs": 2, "final_pairs": 2, "opponents": ["random"], "workers": 1, "belief_games": 0},
 }
@@ -54,14 +54,14 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def test_the_phase_starts_from_the_warm_start_and_its_network_becomes_the_runs(finished: Path):
+def test_the_phase_starts_from_the_fitted_network_and_its_network_becomes_the_runs(finished: Path):
     phase = finished / "ppo_phase"
     assert read_settings(phase / "latest.zip")["steps"] == 2048
-    warm = finished / "checkpoints" / "step_000000000.zip"
+    fitted = finished / "checkpoints" / "step_000000000.zip"
     after = finished / "checkpoints" / "step_000002048.zip"
-    assert warm.is_file() and after.is_file()
-    assert same(weights(phase / "start.zip"), weights(warm))  # pi_0 is the warm start's network
-    assert not same(weights(after), weights(warm))  # PPO moved it
+    assert fitted.is_file() and after.is_file()
+    assert same(weights(phase / "start.zip"), weights(fitted))  # pi_0 is expert iteration's network
+    assert not same(weights(after), weights(fitted))  # PPO moved it
     assert same(weights(after), weights(phase / "latest.zip"))  # and the run's checkpoint is the phase's network
     assert read_settings(finished / "best_model.zip")["steps"] == 2048  # eval.every 0: the last network is kept
     assert (finished / "final_eval.json").is_file()
@@ -85,7 +85,7 @@ def test_the_phase_writes_its_curves_into_the_runs_tensorboard(finished: Path):
     assert [event.step for event in events.Scalars("eval/rule")] == [512, 1024, 1536, 2048]
 
 
-def test_with_evaluations_the_phase_competes_with_the_warm_start_for_the_best_model(tmp_path: Path):
+def test_with_evaluations_the_phase_competes_with_the_fitted_network_for_the_best_model(tmp_path: Path):
     folder = tmp_path / "run"
     train(parse_config(phase_run(ppo_phase={"steps": 512}, eval={"every": 1})), folder, quiet=True)
     records = read_evaluations(folder / "evaluations.jsonl")

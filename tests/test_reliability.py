@@ -357,11 +357,11 @@ def test_a_run_dir_that_is_a_file_is_refused(tmp_path: Path, capsys: pytest.Capt
         assert err.startswith("uno-train: config error: cannot write the run folder") and len(err.splitlines()) == 1
 
 
-@pytest.mark.parametrize("key", ["pretrain.teacher", "opponents", "eval.opponents"])
+@pytest.mark.parametrize("key", ["expert_iteration.start", "opponents", "eval.opponents"])
 def test_a_broken_checkpoint_player_is_a_config_error(checkpoint: Path, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture, key: str):
     broken = rewrite(checkpoint, tmp_path / "broken.zip", **{"policy.pth": b"not torch"})
-    value = {"pretrain.teacher": str(broken), "opponents": f"[{{mix: {{'{broken}': 1}}}}]",
+    value = {"expert_iteration.start": str(broken), "opponents": f"[{{mix: {{'{broken}': 1}}}}]",
              "eval.opponents": f"['{broken}']"}[key]
     config = tmp_path / "tiny.yaml"
     config.write_text(yaml.safe_dump(tiny()))
@@ -491,7 +491,7 @@ def test_kill_9_at_random_moments_then_resume_finishes(tmp_path: Path):
     ("env.belief=" + "x" * 1_000_000, "env.belief"),
     ("env.n_particles=1e12", "env.n_particles"), ("ppo.learning_rate=1e300", "ppo.learning_rate"),
     ('name="a\\0b"', "name"), ("opponents=[{mix: {random: 1e308, rule: 1e308}}]", "opponents"),
-    ("eval.opponents=['sys:exit']", "eval.opponents"), ("pretrain.teacher=sys:exit", "pretrain.teacher"),
+    ("eval.opponents=['sys:exit']", "eval.opponents"), ("expert_iteration.start=sys:exit", "expert_iteration.start"),
 ])
 def test_bad_config_values_exit_2_with_one_short_line(tmp_path: Path, capsys: pytest.CaptureFixture,
                                                       override: str, key: str):

@@ -1,9 +1,9 @@
 """Training runs end to end (train.training.trainer, train.cli.train) on tiny configs, and the potential-based reward
 shaping.
 
-Every run here is a few hundred steps of a 16-unit network: the tests check the run folder, the
-TensorBoard scalars, resuming, self-play, the behaviour-cloning warm start and belief runs, not
-that the agent learns.
+Every run here is a few hundred steps of a 16-unit network, or a few games of expert iteration: the tests check the
+run folder, the TensorBoard scalars, resuming, self-play, expert iteration and belief runs, not that the agent
+learns.
 """
 
 from __future__ import annotations
@@ -24,15 +24,15 @@ import yaml
 from sb3_contrib import MaskablePPO
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from agents.compiled_actor import actor_params
 from agents.ppo import PPOPolicy, read_settings
 from train.cli.train import main
 from train.config import ConfigError, TrainConfig, config_to_dict, load_config, parse_config
-from train.training import pretrain
-from train.training.pretrain import collect, improve
-from train.training.trainer import CardCountShaping, ResumedTensorBoard, belief_log_loss, train
+from train.training import expert_iteration
+from train.training.expert_iteration import run_expert_iteration
+from train.training.sb3_ppo import CardCountShaping, belief_log_loss
+from train.training.tensorboard import ResumedTensorBoard
+from train.training.trainer import train
 from uno_env.env import UnoEnv
-from uno_env.observation import BASE_SIZE
 from uno_env.opponents import RulePolicy
 from uno_env.policy import Needs
 
@@ -109,7 +109,7 @@ def test_run_folder_layout(run: Path):
     assert (run / "final_eval.md").read_text().startswith("| agent | opponent |")
 
     info = json.loads((run / "run_info.json").read_text())
-    assert info["machine"] and "pretrain" not in info
+    assert info["machine"] and "expert_iteration" not in info
     assert len(info["sessions"]) == 1 and info["sessions"][0]["from_step"] == 0
     assert info["sessions"][0]["to_step"] == 256
 
@@ -213,22 +213,6 @@ def test_self_play_with_reward_shaping(tmp_path: Path):
     assert json.loads((folder / "run_info.json").read_text())["sessions"][0]["to_step"] == 256
 
 
-def test_pretrain_clones_the_rule_player(tmp_path: Path):
-    folder = tmp_path / "clone"
-    config = parse_config(tiny(name="clone", total_timesteps=128, policy={"net_arch": [32]},
-                               pretrain={"teacher": "rule", "games": 40, "epochs": 5, "batch_size": 64},
-                               eval={"every": 0}))
-    train(config, folder, quiet=True)
-    metrics = json.loads((folder / "run_info.json").read_text())["pretrain"]
-    assert metrics["agreement"] > 0.6, metrics  # the student picks the teacher's move on most real choices
-    # The warm-started model before any PPO step is kept, so what PPO adds can be measured.
-    assert read_settings(folder / "checkpoints" / "step_000000000.zip")["steps"] == 0
-    assert metrics["actor_loss"] > 0 and metrics["critic_loss"] >= 0 and metrics["seconds"] >= 0
-    tags = scalars(folder)
-    assert tags["pretrain/agreement"] == [(0, pytest.approx(metrics["agreement"]))]
-    assert "eval/mean_win_rate" not in tags and "final/win_rate/random" in tags  # eval.every = 0: only the final
-
-
 def test_policy_init_starts_the_run_from_a_checkpoints_weights(run: Path, tmp_path: Path):
     """policy.init: the new run's network starts from the checkpoint's weights (with a learning rate of 1e-12 PPO
     keeps them to 1e-6, so every checkpoint of the run holds them, where fresh weights differ by tenths); a checkpoint
@@ -259,112 +243,52 @@ def test_a_run_killed_as_it_began_starts_over_in_its_folder(tmp_path: Path):
         train(parse_config(tiny()), folder, quiet=True)
 
 
-def test_pretrain_by_rollout_values_runs_rounds_of_policy_improvement(tmp_path: Path):
-    folder = tmp_path / "improve"
-    config = parse_config(tiny(name="improve", total_timesteps=0, policy={"net_arch": [32]}, eval={"every": 0},
-                               pretrain={"teacher": "rule", "labels": "rollout-values", "games": 4, "rounds": 2,
-                                         "deck_orders": 1, "epochs": 2, "batch_size": 64}))
-    train(config, folder, quiet=True)
-    metrics = json.loads((folder / "run_info.json").read_text())["pretrain"]
-    assert metrics["examples"] > 10 and {"round_1/gain", "round_2/gain", "held_out_loss"} <= set(metrics)
-    # Round 2 continued its playouts with round 1's student: saved for the labelling processes, compiled there.
-    first_layer = actor_params(PPOPolicy.load(folder / "pretrain" / "round_1.zip"))[0][0]
-    assert first_layer.shape == (BASE_SIZE, 32)  # stored transposed for the compiled kernels
-    # total_timesteps 0: the warm start alone is the run's model, evaluated at the end like any other
-    assert [p.name for p in (folder / "checkpoints").iterdir()] == ["step_000000000.zip"]
-    assert json.loads((folder / "final_eval.json").read_text())
-    assert "pretrain/round_2/gain" in scalars(folder) and "final/win_rate/random" in scalars(folder)
-
-
-def test_pretrain_by_search_values_labels_with_the_search_and_trains_end_to_end(tmp_path: Path):
+def test_expert_iteration_labels_with_the_search_and_trains_end_to_end(tmp_path: Path):
     folder = tmp_path / "search-values"
     config = parse_config(tiny(name="search-values", total_timesteps=0, policy={"net_arch": [32]},
-                               eval={"every": 0}, pretrain={"teacher": "rule", "labels": "search-values", "games": 4,
-                                                           "search_simulations": 40, "epochs": 2, "batch_size": 64}))
+                               eval={"every": 0}, expert_iteration={"start": "rule", "games": 4, "simulations": 40,
+                                                                   "epochs": 2, "batch_size": 64}))
     train(config, folder, quiet=True)
-    metrics = json.loads((folder / "run_info.json").read_text())["pretrain"]
-    assert metrics["examples"] > 10 and "round_1/gain" in metrics
+    info = json.loads((folder / "run_info.json").read_text())
+    metrics = info["expert_iteration"]
+    assert metrics["examples"] > 10 and "generation_1/gain" in metrics
+    # total_timesteps 0: expert iteration's network is the run's model, evaluated at the end like any other
     assert [p.name for p in (folder / "checkpoints").iterdir()] == ["step_000000000.zip"]
+    assert json.loads((folder / "final_eval.json").read_text())
+    assert "expert_iteration/generation_1/gain" in scalars(folder) and "final/win_rate/random" in scalars(folder)
+    # the run's time is its whole wall time: expert iteration and the final evaluation, not PPO's alone (none here)
+    assert info["total_train_seconds"] >= metrics["seconds"] > 0
 
 
-@pytest.mark.parametrize("labels", ["search-values", "rollout-values"])
-def test_improve_asks_the_labels_the_config_names(labels: str, tmp_path: Path):
+def test_expert_iteration_asks_the_search_the_config_names(tmp_path: Path):
     config = parse_config(tiny(total_timesteps=0, policy={"net_arch": [16]},
-                               pretrain={"teacher": "rule", "labels": labels, "games": 2, "search_simulations": 30,
-                                         "search_belief": "particles", "epochs": 1, "batch_size": 64}))
+                               expert_iteration={"start": "rule", "games": 2, "simulations": 30,
+                                                 "belief": "particles", "epochs": 1, "batch_size": 64}))
     model = MaskablePPO("MlpPolicy", UnoEnv(), device="cpu", policy_kwargs={"net_arch": [16]})
-    improve(model, config, seed=0, workdir=tmp_path)
+    run_expert_iteration(model, config, seed=0, workdir=tmp_path)
     # The shard's job is what the labelling workers ran (labelling.label_shard); each shard records it.
-    with np.load(tmp_path / "round_1" / "shard_00000.npz") as shard:
+    with np.load(tmp_path / "generation_1" / "shard_00000.npz") as shard:
         settings = json.loads(str(shard["settings"]))
-    assert settings["pretrain.labels"] == labels
-    if labels == "search-values":
-        assert (settings["pretrain.search_simulations"], settings["pretrain.search_belief"]) == (30, "particles")
-    else:
-        assert "pretrain.search_simulations" not in settings and settings["pretrain.deck_orders"] == 4
+    assert (settings["expert_iteration.simulations"], settings["expert_iteration.belief"]) == (30, "particles")
+    assert settings["generation"] == 1 and settings["base player"] == "rule"
 
 
-def test_search_rounds_from_scratch_fit_small_relu_networks_before_the_runs_own(tmp_path: Path):
-    # From random: round 1's search rolls out random on its seat, round 2's the compiled round-1 network, which is
-    # a featureless ReLU network of round_net_arch; the last round fits the run's network (here with features).
+def test_generations_from_scratch_fit_small_relu_networks_before_the_runs_own(tmp_path: Path):
+    # From random: generation 1's search rolls out random on its seat, generation 2's the compiled generation-1
+    # network, a featureless ReLU network of generation_net_arch; the last generation fits the run's network (here
+    # with features).
     config = parse_config(tiny(total_timesteps=0, env={"belief": "counting"}, policy={"net_arch": [16]},
-                               pretrain={"teacher": "random", "labels": "search-values", "games": 4, "rounds": 2,
-                                         "round_net_arch": [8, 8], "search_simulations": 30, "epochs": 1,
+                               expert_iteration={"start": "random", "games": 4, "generations": 2,
+                                         "generation_net_arch": [8, 8], "simulations": 30, "epochs": 1,
                                          "batch_size": 64}))
     model = MaskablePPO("MlpPolicy", UnoEnv(belief="counting"), device="cpu", policy_kwargs={"net_arch": [16]})
     before = [p.detach().clone() for p in model.policy.parameters()]
-    metrics = improve(model, config, seed=0, workdir=tmp_path)
-    assert "round_1/gain" in metrics and "round_2/gain" in metrics
-    network = PPOPolicy.load(tmp_path / "round_1.zip")
+    metrics = run_expert_iteration(model, config, seed=0, workdir=tmp_path)
+    assert "generation_1/gain" in metrics and "generation_2/gain" in metrics
+    network = PPOPolicy.load(tmp_path / "generation_1.zip")
     assert network.belief == "none" and network.network.net_arch == {"pi": [8, 8], "vf": [8, 8]}
     assert isinstance(network.network.activation_fn(), torch.nn.ReLU)
     assert any(not torch.equal(a, b) for a, b in zip(before, model.policy.parameters(), strict=True))
-
-
-def test_pretrain_data(tmp_path: Path):
-    config = parse_config(tiny(pretrain={"teacher": "rule", "games": 6}))
-    data, agreement = collect(config, seed=3)
-    assert agreement == 1.0  # the teacher's own moves were played
-    assert len(data) > 6 and data.observations.shape == (len(data), 294)
-    assert data.masks[np.arange(len(data)), data.actions].all()  # the teacher moved legally
-    # Discounted outcomes of the teacher's seat: some games won, some lost.
-    assert np.all(np.abs(data.returns) <= 1) and (data.returns > 0).any() and (data.returns < 0).any()
-    again, _ = collect(config, seed=3)
-    assert np.array_equal(data.actions, again.actions) and np.array_equal(data.observations, again.observations)
-
-
-def test_demonstration_returns_are_the_teachers_seats_result(monkeypatch: pytest.MonkeyPatch):
-    """Each game's returns are the teacher's own result discounted per remaining decision, on either seat: +1 when
-    its seat won, -1 when the other seat did (it sits on seat 0 in even games, seat 1 in odd ones)."""
-    config = parse_config(tiny(pretrain={"teacher": "rule", "games": 8}))
-    games: list[tuple[int, int, int]] = []  # (the teacher's seat, the winner, the teacher's decisions)
-    real_play_game = pretrain.play_game
-
-    def spy(seats, *args, **kwargs):
-        seat = next(i for i, player in enumerate(seats) if isinstance(player, pretrain._Recorder))
-        result = real_play_game(seats, *args, **kwargs)
-        games.append((seat, result.winner, len(seats[seat].records)))
-        return result
-
-    monkeypatch.setattr(pretrain, "play_game", spy)
-    data, _ = collect(config, seed=5)
-    gamma, start = config.ppo.gamma, 0
-    for seat, winner, n in games:
-        sign = 0.0 if winner == -1 else (1.0 if winner == seat else -1.0)
-        assert np.allclose(data.returns[start:start + n], sign * gamma ** np.arange(n - 1, -1, -1)), (seat, winner)
-        start += n
-    assert start == len(data)
-    # both seats, and both results on the second seat, or the test would not tell the seats apart
-    assert {(seat, winner == seat) for seat, winner, _ in games if winner != -1} >= {(1, True), (1, False)}
-
-
-def test_pretrain_against_a_belief_checkpoint(belief_run: Path):
-    """The first phase's checkpoint must get observations with its own belief channels (not the run's)."""
-    checkpoint = str(belief_run / "best_model.zip")
-    config = parse_config(tiny(opponents=[{"mix": {checkpoint: 1, "rule": 1}}],
-                               pretrain={"teacher": "rule", "games": 4}))
-    data, _ = collect(config, seed=0)
-    assert data.observations.shape[1] == 294  # the student's observations follow the run's belief, "none"
 
 
 # ------------------------------------------------------------------------------------ beliefs
@@ -465,7 +389,7 @@ def test_shaping_pays_per_card_and_leaves_the_outcome_alone():
 
 
 def test_training_env_applies_shaping_only_when_asked():
-    from train.training.trainer import make_env
+    from train.training.sb3_ppo import make_env
 
     options: dict[str, Any] = config_to_dict(TrainConfig(total_timesteps=1))["env"]
     plain = make_env(options, {"random": 1.0}, "none")
@@ -552,85 +476,119 @@ def test_a_run_folder_in_use_is_refused(tmp_path: Path):
     assert (folder / "best_model.zip").exists() and not (folder / ".lock").exists()
 
 
-def test_generations_are_gated_logged_and_fitted_on_a_window_of_rounds(tmp_path: Path,
+def test_generations_are_gated_logged_and_fitted_on_a_window_of_generations(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch):
-    # Three generations from random; each gated on 3 deal pairs. Round 2's network loses every game to round 1's
-    # (the evaluation is rigged), so round 3 keeps improving on round 1's network. Each fit sees two rounds' labels,
+    # Three generations from random; each gated on 3 deal pairs. Generation 2's network loses every game to
+    # generation 1's (the evaluation is rigged), so generation 3 keeps improving on generation 1's network. Each fit
+    # sees two generations' labels,
     # the last (the run's network) three (last_window).
     config = parse_config(tiny(total_timesteps=0, policy={"net_arch": [16]}, eval={"workers": 1},
-                               pretrain={"teacher": "random", "labels": "search-values", "games": 4, "shard_games": 2,
-                                         "rounds": 3, "round_net_arch": [8], "search_simulations": 20, "epochs": 1,
+                               expert_iteration={"start": "random", "games": 4, "shard_games": 2,
+                                         "generations": 3, "generation_net_arch": [8], "simulations": 20, "epochs": 1,
                                          "batch_size": 64, "gate_pairs": 3, "window": 2, "last_window": 3,
-                                         "round_simulations": [20, 10, 30]}))
-    real_evaluate = pretrain.evaluate
+                                         "generation_simulations": [20, 10, 30]}))
+    real_evaluate = expert_iteration.evaluate
     asked: dict[str, list[str]] = {}
 
     def rigged(network, opponents, *args, **kwargs):
         asked[Path(network).name] = [Path(opponent).name for opponent in opponents]
         results = real_evaluate(network, opponents, *args, **kwargs)
-        if network.endswith("round_2.zip"):
-            results[-1].pair_scores[:] = 0.0  # lost every game to round 1's network
+        if network.endswith("generation_2.zip"):
+            results[-1].pair_scores[:] = 0.0  # lost every game to generation 1's network
         return results
 
-    monkeypatch.setattr(pretrain, "evaluate", rigged)
-    fitted: list[int] = []  # how many positions each round's fit saw
-    real_fit = pretrain._fit_round
+    monkeypatch.setattr(expert_iteration, "evaluate", rigged)
+    fitted: list[int] = []  # how many positions each generation's fit saw
+    real_fit = expert_iteration._fit
 
     def counted(model, config, own_network, observations, *args):
         fitted.append(len(observations))
         return real_fit(model, config, own_network, observations, *args)
 
-    monkeypatch.setattr(pretrain, "_fit_round", counted)
+    monkeypatch.setattr(expert_iteration, "_fit", counted)
     logged: dict[int, dict[str, float]] = {}
     model = MaskablePPO("MlpPolicy", UnoEnv(), device="cpu", policy_kwargs={"net_arch": [16]})
-    metrics = improve(model, config, seed=0, workdir=tmp_path, log=logged.__setitem__)
+    metrics = run_expert_iteration(model, config, seed=0, workdir=tmp_path, log=logged.__setitem__)
     assert sorted(logged) == [1, 2, 3]
     assert {"win_rate/rule", "win_rate/random", "held_out_loss", "held_out_agreement", "positions_per_second",
             "seconds"} <= set(logged[1]) and "win_rate/previous" not in logged[1]
     assert logged[2]["win_rate/previous"] == 0.0 and logged[2]["kept"] == 0 and logged[3]["kept"] == 1
-    # each generation plays the network it improved on: round 3 improved on round 1's, not the rejected round 2's
-    assert asked == {"round_1.zip": ["rule", "random"], "round_2.zip": ["rule", "random", "round_1.zip"],
-                     "round_3.zip": ["rule", "random", "round_1.zip"]}
-    bases = [json.loads((tmp_path / f"round_{r}" / "labels.json").read_text())["settings"]["base player"]
+    # each generation plays the network it improved on: generation 3 improved on generation 1's, not the rejected 2's
+    assert asked == {"generation_1.zip": ["rule", "random"],
+                     "generation_2.zip": ["rule", "random", "generation_1.zip"],
+                     "generation_3.zip": ["rule", "random", "generation_1.zip"]}
+    bases = [json.loads((tmp_path / f"generation_{r}" / "labels.json").read_text())["settings"]["base player"]
              for r in (2, 3)]
-    assert bases[0] == bases[1] == "sha256:" + hashlib.sha256((tmp_path / "round_1.zip").read_bytes()).hexdigest()
-    # each round's search ran its own simulations (round_simulations), and its labels say so
-    assert [json.loads((tmp_path / f"round_{r}" / "labels.json").read_text())["settings"]
-            ["pretrain.search_simulations"] for r in (1, 2, 3)] == [20, 10, 30]
-    positions = [sum(s["positions"] for s in json.loads((tmp_path / f"round_{r}" / "labels.json").read_text())
+    digest = hashlib.sha256((tmp_path / "generation_1.zip").read_bytes()).hexdigest()
+    assert bases[0] == bases[1] == "sha256:" + digest
+    # each generation's search ran its own simulations (generation_simulations), and its labels say so
+    assert [json.loads((tmp_path / f"generation_{r}" / "labels.json").read_text())["settings"]
+            ["expert_iteration.simulations"] for r in (1, 2, 3)] == [20, 10, 30]
+    positions = [sum(s["positions"] for s in json.loads((tmp_path / f"generation_{r}" / "labels.json").read_text())
                      ["shards"].values()) for r in (1, 2, 3)]
     assert fitted == [positions[0], positions[0] + positions[1], sum(positions)] == [*fitted[:2], metrics["examples"]]
 
 
-def test_a_run_logs_its_generations_to_tensorboard(tmp_path: Path):
+def tensorboard_scalars(folder: Path) -> dict[str, list[tuple[int, float]]]:
+    """Every scalar of one TensorBoard folder (tag -> [(step, value)]), as TensorBoard's own reader reads it."""
+    events = EventAccumulator(str(folder), size_guidance={"scalars": 0})
+    events.Reload()
+    return {tag: [(e.step, e.value) for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
+
+
+def test_a_run_logs_its_generations_and_every_fits_losses_to_tensorboard(tmp_path: Path):
     folder = tmp_path / "run"
     config = parse_config(tiny(name="generations", total_timesteps=0, policy={"net_arch": [16]},
                                eval={"every": 0, "final_pairs": 0},
-                               pretrain={"teacher": "rule", "labels": "search-values", "games": 4, "shard_games": 2,
-                                         "rounds": 2, "search_simulations": 20, "epochs": 1, "batch_size": 64,
-                                         "gate_pairs": 2}))
+                               expert_iteration={"start": "rule", "games": 4, "shard_games": 2, "generations": 3,
+                                                 "simulations": 20, "epochs": 2, "batch_size": 64, "gate_pairs": 2}))
     train(config, folder, quiet=True)
-    events = EventAccumulator(str(folder / "tb" / "generations"), size_guidance={"scalars": 0})
-    events.Reload()
-    tags = events.Tags()["scalars"]
-    assert {"generation/win_rate/rule", "generation/win_rate/previous", "generation/held_out_loss"} <= set(tags)
-    assert [e.step for e in events.Scalars("generation/win_rate/rule")] == [1, 2]
+    generations = tensorboard_scalars(folder / "tb" / "generations")
+    assert {"generation/win_rate/previous", "generation/held_out_loss"} <= set(generations)
+    for tag in ("generation/win_rate/rule", "generation/win_rate/rule/low", "generation/win_rate/rule/high"):
+        assert [step for step, _ in generations[tag]] == [1, 2, 3], tag
+    assert all(0 <= low <= rate <= high <= 1 for (_, low), (_, rate), (_, high) in zip(
+        generations["generation/win_rate/rule/low"], generations["generation/win_rate/rule"],
+        generations["generation/win_rate/rule/high"], strict=True))
+    # every epoch of every generation's fit, on one step axis that keeps increasing over the run
+    fits = tensorboard_scalars(folder / "tb" / "fit")
+    for tag in ("fit/actor_loss", "fit/value_loss", "fit/held_out_loss"):
+        assert [step for step, _ in fits[tag]] == [1, 2, 3, 4, 5, 6], tag
+        assert all(value >= 0 for _, value in fits[tag])
+
+
+def test_a_run_of_the_earlier_layout_is_refused_on_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """A run folder of the earlier schema (its config's ``pretrain`` section, its pretrain/round_K folders) is refused
+    with what changed, and left as it was."""
+    run = tmp_path / "old"
+    (run / "pretrain" / "round_1").mkdir(parents=True)
+    (run / "config.yaml").write_text(yaml.safe_dump(tiny(total_timesteps=0, pretrain={"teacher": "rule"})))
+    assert main(["--resume", str(run), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown key 'pretrain'" in err and "'expert_iteration'" in err and "start a new run" in err
+    # its config converted by hand: the folder's layout is still refused, naming it
+    (run / "config.yaml").write_text(yaml.safe_dump(tiny(total_timesteps=0, expert_iteration={"start": "rule"})))
+    assert main(["--resume", str(run), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot resume {run}" in err and "pretrain/round_K" in err and "expert_iteration/generation_K" in err
+    assert sorted(p.name for p in run.iterdir()) == ["config.yaml", "pretrain"]
 
 
 def test_search_leaf_moves_guide_the_labels_once_a_network_is_the_base(tmp_path: Path):
-    # Round 1's base is random (no critic): its labels are the unguided ones. Round 2's base is round 1's network,
+    # Generation 1's player is random (no critic): its labels are the unguided ones. Generation 2's is generation 1's
+    # network,
     # whose critic then scores the search's leaves: other labels for the same positions.
     labels = {}
     for leaf_moves in (None, 0):
         config = parse_config(tiny(total_timesteps=0, policy={"net_arch": [16]}, eval={"workers": 1},
-                                   pretrain={"teacher": "random", "labels": "search-values", "games": 4,
-                                             "shard_games": 2, "rounds": 2, "round_net_arch": [8],
-                                             "search_simulations": 20, "search_leaf_moves": leaf_moves,
+                                   expert_iteration={"start": "random", "games": 4,
+                                             "shard_games": 2, "generations": 2, "generation_net_arch": [8],
+                                             "simulations": 20, "leaf_moves": leaf_moves,
                                              "epochs": 1, "batch_size": 64}))
         folder = tmp_path / str(leaf_moves)
         model = MaskablePPO("MlpPolicy", UnoEnv(), device="cpu", policy_kwargs={"net_arch": [16]})
-        improve(model, config, seed=0, workdir=folder)
-        labels[leaf_moves] = [np.load(folder / f"round_{r}" / "shard_00000.npz")["values"] for r in (1, 2)]
+        run_expert_iteration(model, config, seed=0, workdir=folder)
+        labels[leaf_moves] = [np.load(folder / f"generation_{r}" / "shard_00000.npz")["values"] for r in (1, 2)]
     assert np.array_equal(labels[None][0], labels[0][0], equal_nan=True)
     assert labels[None][1].shape == labels[0][1].shape  # the same positions (the base's moves do not change)...
     assert not np.array_equal(labels[None][1], labels[0][1], equal_nan=True)  # ...valued otherwise

@@ -1,7 +1,7 @@
 """Sweeps on Ray Tune (train.sweeps, uno-tune) and evaluation on Ray (train.evaluation.distributed).
 
 The sweeps run for real, on one local Ray session shared by the module (2 CPUs): the smoke sweep
-(configs/sweeps/smoke.yaml: Optuna, ASHA, 2 tiny trials) end to end through the command line, and a grid sweep
+(tests/smoke_sweep.yaml: Optuna, ASHA, 2 tiny trials) end to end through the command line, and a grid sweep
 in which one trial crashes. Bad sweep files are refused before Ray starts.
 """
 
@@ -33,10 +33,10 @@ from train.sweeps.config import load_sweep  # noqa: E402
 from train.sweeps.report import TrialSummary, comparison_table  # noqa: E402
 from train.training import labelling  # noqa: E402
 from train.training.labelling import LabelJob, Workers  # noqa: E402
-from train.training.rollout_values import SearchLabels  # noqa: E402
+from train.training.search_labels import SearchLabels  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-SMOKE = ROOT / "configs" / "sweeps" / "smoke.yaml"
+SMOKE = ROOT / "tests" / "smoke_sweep.yaml"
 #: The smoke sweep's tiny training budget, for the sweeps the tests write themselves.
 TINY = yaml.safe_load(SMOKE.read_text())["set"]
 
@@ -110,15 +110,17 @@ def test_unreachable_address_is_refused(tmp_path: Path, capsys: pytest.CaptureFi
 
 def test_shipped_sweeps_are_valid():
     assert load_sweep(SMOKE).trials == 2
-    ablation = load_sweep(ROOT / "configs" / "sweeps" / "belief-ablation.yaml")
-    assert [d.values for d in ablation.space] == [["none", "counting", "particles"], [0, 1, 2]]
-    learning_rates = load_sweep(ROOT / "configs" / "sweeps" / "default-lr-seeds.yaml")
-    assert [d.values for d in learning_rates.space] == [[1e-4, 3e-4, 1e-3], [0, 1, 2, 3]]
+    shipped = sorted((ROOT / "configs" / "sweeps").glob("*.yaml"))
+    assert [path.name for path in shipped] == ["default-seeds.yaml"]
+    seeds = load_sweep(shipped[0])
+    assert [d.values for d in seeds.space] == [[0, 1, 2]] and seeds.base_config().expert_iteration.generations == 5
 
 
-def test_comparison_table_over_seeds():
+def test_comparison_table_over_seeds(tmp_path: Path):
     """The ablation's table: mean and t-interval over the trials of each value, and the Welch lift."""
-    sweep = load_sweep(ROOT / "configs" / "sweeps" / "belief-ablation.yaml")
+    sweep = load_sweep(write_sweep(tmp_path / "ablation.yaml", space={"env.belief": {"grid": ["none", "counting"]},
+                                                                     "seed": {"grid": [0, 1]}},
+                                   search="grid", scheduler="none", trials=1, compare="env.belief"))
 
     def trial(belief: str, seed: int, rate: float) -> TrialSummary:
         final = {"rule": {"win_rate": rate, "ci_low": rate - 0.02, "ci_high": rate + 0.02, "games": 4000}}
@@ -156,7 +158,7 @@ def test_smoke_sweep_end_to_end(ray_session: str, tmp_path: Path, capsys: pytest
     config = load_config(trials["best_config"])  # a ready training config with the best trial's values
     assert config.ppo.n_epochs == best["config"]["ppo.n_epochs"]
     assert config.ppo.learning_rate == pytest.approx(best["config"]["ppo.learning_rate"])
-    assert config.total_timesteps == 512 and config.pretrain.teacher is None
+    assert config.total_timesteps == 512 and config.expert_iteration.start is None
 
 
 def test_crashing_trial_is_reported_and_the_sweep_resumes(ray_session: str, tmp_path: Path,
@@ -298,8 +300,7 @@ def test_evaluate_address_without_ray_says_what_to_install(monkeypatch: pytest.M
 
 # ------------------------------------------------------------------------------------ label shards on Ray
 def test_ray_labels_equal_the_local_pool(ray_session: str, tmp_path: Path):
-    job = LabelJob(games=4, shard_games=2, seed=1, round=1, deck_orders=1, belief="none", base="rule",
-                   search=SearchLabels(20))
+    job = LabelJob(games=4, shard_games=2, seed=1, generation=1, belief="none", base="rule", search=SearchLabels(20))
     with Workers(2) as local:
         made_here, _ = labelling.run(job, tmp_path / "local", local, progress=False)
     with Workers(address=ray_session) as cluster:  # joins the running session, and leaves it running

@@ -1,8 +1,16 @@
 """The training config: a dataclass schema read from YAML, with errors that name the key and the value.
 
-Every key is optional except where the schema has no default; ``configs/default.yaml`` shows them
-all with comments. :func:`load_config` reads a file, applies ``--set key.path=value`` overrides,
-and validates; :func:`config_to_dict` gives the resolved config a run records.
+A run is expert iteration (``expert_iteration``), distillation of finished generations (``distil``), SB3's
+MaskablePPO (``total_timesteps``, ``ppo``, ``opponents``), or expert iteration followed by PPO (``ppo_phase``).
+Every key is optional except where the schema has no default; ``configs/default.yaml`` shows the common ones with
+comments. :func:`load_config` reads a file, applies ``--set key.path=value`` overrides, and validates;
+:func:`config_to_dict` gives the resolved config a run records.
+
+Why a hand-written schema rather than a library (pydantic, OmegaConf, Hydra): it is about 150 lines of parsing, needs
+nothing beyond PyYAML (``uno-train --help`` and a config check load no torch and no extra dependency), and its errors
+are written for a person at a terminal: each names the full key and the value given (``expert_iteration.games must be
+> 0, got 0``), an unknown key gets a did-you-mean with its section (``did you mean 'expert_iteration.games'?``), and
+``--set key.path=value`` overrides are checked the same way as the file.
 """
 
 from __future__ import annotations
@@ -25,6 +33,13 @@ from uno_env.vector import MAX_WEIGHT
 
 #: Minibatches per PPO-phase update (``train.integrations.cleanrl_ppo``'s default).
 PHASE_MINIBATCHES = 4
+
+#: What a config (or a run folder's config.yaml) of the earlier schema is told: the section's new name and keys.
+RENAMED = ("the section is now 'expert_iteration', with start (was teacher), generations (rounds), simulations "
+           "(search_simulations), belief (search_belief), leaf_moves (search_leaf_moves), generation_net_arch "
+           "(round_net_arch), generation_simulations (round_simulations); behaviour cloning (labels: moves) and "
+           "rollout-value labels are gone (configs/default.yaml). A run folder made with it cannot be resumed: start "
+           "a new run")
 
 #: The opponent-mix key meaning "a recent checkpoint of the agent being trained" (self-play).
 SELF = "self"
@@ -104,23 +119,19 @@ class PPOConfig:
 
 @dataclass
 class PolicyConfig:
-    """The actor and critic networks (separate MLPs of the same shape).
-
-    ``critic: privileged`` gives the critic hidden state during training (the opponent's hand, the next deck
-    cards) while the actor keeps the public observation (:mod:`agents.privileged`).
+    """The run's network: an actor and a critic, separate MLPs of ``net_arch`` with ``activation``.
 
     ``actor: afterstate`` scores each legal move with one MLP of ``net_arch`` reading the observation and what the
     move leaves (:mod:`agents.afterstate`) instead of an output row per action; the critic stays an MLP.
 
     ``init`` names a checkpoint (a shipped agent's name or a ``.zip``) whose actor and critic the run's network starts
     from instead of random weights, to continue training a network, e.g. expert iteration from a shipped agent; it
-    must have this config's observation (``env.belief``), ``net_arch``, ``activation`` and ``critic``.
+    must have this config's observation (``env.belief``), ``net_arch``, ``activation`` and ``actor``.
     """
 
     net_arch: list[int] = field(default_factory=lambda: [128, 128])
     activation: Literal["tanh", "relu"] = "tanh"
     ortho_init: bool = True
-    critic: Literal["public", "privileged"] = "public"
     actor: Literal["mlp", "afterstate"] = "mlp"
     init: str | None = None
 
@@ -144,89 +155,88 @@ class SelfPlayConfig:
 
 
 @dataclass
-class PretrainConfig:
-    """Imitation of a teacher before PPO (``train.training.pretrain``); off while ``teacher`` is null.
+class ExpertIterationConfig:
+    """Expert iteration (:mod:`train.training.expert_iteration`); off while ``start`` is null.
 
-    With ``labels: moves`` (imitation), round 1 is behaviour cloning of ``teacher`` on ``games`` games; each
-    further round is a DAgger round: the student plays ``expert_games`` games (default: ``games``), ``expert``
-    (default: the teacher; e.g. ``search`` to distil the search player) labels its positions, and the student
-    is refit on every label the expert gave.
+    Each of ``generations`` generations plays ``games`` games of its player against ``opponent`` and, at every
+    decision with a choice, lets the search player value every legal move (``simulations`` simulations over worlds
+    from ``belief``: ``counting``, ``particles``, or ``aware``, the particle filter told that the opponent plays
+    ``rule``; :class:`~train.training.search_labels.SearchLabels`); its rollouts continue with the generation's player
+    on its seat. A network then regresses those values (:mod:`train.training.fit`) and becomes the next generation's
+    player. Generation 1's player is ``start``: ``rule``, ``random`` (from scratch: the search is the improvement
+    step), or a checkpoint without belief features.
 
-    With ``labels: rollout-values`` (policy improvement, :mod:`train.training.rollout_values`), each round plays
-    ``games`` games of a base player against ``rule`` and labels every move of every decision by rollouts on
-    ``deck_orders`` deck orders; the student's logits regress the values (``base_bonus`` added to the base
-    player's move). The base player of round 1 is the teacher (``rule``, ``random``: from scratch, or a
-    belief-``none`` checkpoint), of each later round the student of the round before: approximate policy
-    iteration. ``labels: search-values`` labels the same positions by the search player's root values instead
-    (``search_simulations`` each, worlds from ``search_belief``: ``counting``, ``particles``, or ``aware``, the
-    particle filter told that the opponent plays ``rule``; :class:`~train.training.rollout_values.SearchLabels`),
-    whose rollouts continue with the base player on its seat: from ``random``, the search is the improvement step.
-    ``round_net_arch`` makes every round but the last fit a ReLU network of those layers, without belief features,
-    as the next round's base instead of the run's network: a small one keeps the playouts that run it cheap (they
-    cost about 3 times the rule player's with 64x64, 26 times with a 256x256 tanh network).
+    ``generation_net_arch`` makes every generation but the last fit a ReLU network of those layers, without belief
+    features, as the next generation's player instead of the run's network: a small one keeps the rollouts that run it
+    cheap (they cost about 3 times the rule player's with 64x64, 26 times with a 256x256 tanh network). The last
+    generation fits the run's network (``policy``). ``leaf_moves`` guides the search by the generation's network
+    (from generation 2 on, or a checkpoint ``start``): each simulation stops after that many of the learner's
+    decisions and the network's critic scores it (``null``: to the end; a ``rule`` or ``random`` player always plays to
+    the end). ``generation_simulations`` (one number per generation) gives each generation's search its own
+    simulations instead of ``simulations``: a stronger, costlier teacher for the last generations.
 
-    ``search_leaf_moves`` guides that search by the base network (from round 2 on, or a checkpoint teacher): each
-    simulation stops after that many of the learner's decisions and the network's critic scores it, instead of
-    playing to the end (``null``: to the end; rounds whose base is ``rule`` or ``random`` always play to the end).
-    ``round_simulations`` (one number per round) gives each round's search its own simulations instead of
-    ``search_simulations``: a stronger, costlier teacher for the last generations (docs/RESULTS.md, "The teacher and
-    its student").
+    The labels of a generation are made in shards of ``shard_games`` games, each saved as soon as it is made
+    (:mod:`train.training.labelling`), so a run killed while labelling resumes without relabelling them. Each
+    generation fits on the labels of its last ``window`` generations, the last one (the run's network) on its last
+    ``last_window`` if set. With ``gate_pairs`` > 0 each generation's network is evaluated against ``rule``,
+    ``random`` and the network it improved on on that many deal pairs (seed ``eval.seed``: these deals choose, the
+    final evaluation's do not), and becomes the next player only if it is not worse than that one.
 
-    The labels of a round are made in shards of ``shard_games`` games, each saved as soon as it is made
-    (:mod:`train.training.labelling`), so a run killed while labelling resumes without relabelling them. Each round
-    (a generation of expert iteration) fits on the labels of its last ``window`` rounds, the last round (the run's
-    network) on its last ``last_window`` rounds if set (more labels for the large network: docs/RESULTS.md, "More
-    labels for the last generation"); with ``gate_pairs`` > 0
-    its network is evaluated against ``rule``, ``random`` and the network it improved on (the last one kept) on that
-    many deal pairs (seed ``eval.seed``: these deals choose, the final evaluation's do not), and becomes the next
-    base only if it is not worse than that one. With ``critic_games`` > 0 each round's network then plays that many
-    games against ``rule`` and its critic is refitted on their outcomes (:mod:`train.training.outcome_critic`), so
-    the next round's guided search scores its leaves with a value learned from results as well as labels.
+    ``opponent`` is the mix the labelled games are played against: each game's opponent is drawn from it by weight,
+    a player (a name or a checkpoint without belief features) or ``self``: one of the generations' players so far,
+    drawn evenly. The search's own model of the opponent stays ``rule``, so ``aware`` is refused with anything else.
 
-    ``opponent`` is the mix the labelled games are played against (``rollout-values`` and ``search-values``): each
-    game's opponent is drawn from it by weight, a player (a name or a checkpoint without belief features) or
-    ``self``: one of the run's base players so far, drawn evenly (the teacher and every generation kept since,
-    the current one included: self-play against the generations). The search's own model of the opponent stays
-    ``rule`` (its rollouts and, with ``aware``, its belief), so ``aware`` is refused with anything but ``rule``.
-
-    ``centred`` and ``cosine`` change how the run's network (not a round's small one) fits the values: ``centred``
-    fits each position's values less their mean over its legal moves (the differences a player acts on),
-    ``cosine`` anneals the learning rate to 0 along a half cosine over the epochs
-    (:func:`~train.training.rollout_values.fit_values`; docs/RESULTS.md, "An afterstate actor").
+    The fit: ``epochs`` of Adam at ``learning_rate`` in batches of ``batch_size``; ``base_bonus`` is added to the
+    value of the player's own move in the targets; ``centred`` (the run's network only) fits each position's values
+    less their mean over its legal moves, ``cosine`` anneals the learning rate to 0 along a half cosine
+    (:func:`~train.training.fit.fit_values`).
     """
 
-    teacher: str | None = None
-    labels: Literal["moves", "rollout-values", "search-values"] = "moves"
+    start: str | None = None
+    generations: int = field(default=1, metadata=_check(_positive))
     games: int = field(default=2000, metadata=_check(_positive))
-    rounds: int = field(default=1, metadata=_check(_positive))
-    expert: str | None = None
-    expert_games: int | None = field(default=None, metadata=_check(_positive))
-    epochs: int = field(default=10, metadata=_check(_positive))
-    learning_rate: float = field(default=1e-3, metadata=_check(_at_most(1.0)))
-    batch_size: int = field(default=256, metadata=_check(_positive))
-    deck_orders: int = field(default=4, metadata=_check(_bounded(1, 64)))
-    base_bonus: float = field(default=0.1, metadata=_check(_non_negative))
-    search_simulations: int = field(default=800, metadata=_check(_bounded(1, 1_000_000)))
-    round_simulations: list[int] | None = None
-    search_belief: Literal["counting", "particles", "aware"] = "counting"
-    search_leaf_moves: int | None = field(default=None, metadata=_check(_non_negative))
-    round_net_arch: list[int] | None = None
+    simulations: int = field(default=800, metadata=_check(_bounded(1, 1_000_000)))
+    generation_simulations: list[int] | None = None
+    belief: Literal["counting", "particles", "aware"] = "counting"
+    leaf_moves: int | None = field(default=None, metadata=_check(_non_negative))
+    generation_net_arch: list[int] | None = None
     shard_games: int = field(default=50, metadata=_check(_bounded(1, 1_000_000)))
     window: int = field(default=1, metadata=_check(_positive))
     last_window: int | None = field(default=None, metadata=_check(_positive))
     gate_pairs: int = field(default=0, metadata=_check(_non_negative))
-    critic_games: int = field(default=0, metadata=_check(_bounded(0, 500_000)))  # ~22 kB of memory each
+    epochs: int = field(default=10, metadata=_check(_positive))
+    learning_rate: float = field(default=1e-3, metadata=_check(_at_most(1.0)))
+    batch_size: int = field(default=256, metadata=_check(_positive))
     centred: bool = False
     cosine: bool = False
     opponent: dict[str, float] = field(default_factory=lambda: {"rule": 1.0})
+    base_bonus: float = field(default=0.0, metadata=_check(_non_negative))
+
+
+@dataclass
+class DistilConfig:
+    """Distillation (:mod:`train.training.distil`); off while ``labels`` is empty.
+
+    The run's network (``policy``) is fitted from fresh weights on the labels of finished expert-iteration
+    generations: ``labels`` lists their folders (``RUN/expert_iteration/generation_K``), whose observations must have
+    this run's belief features (``env.belief``). The fit is expert iteration's (:func:`~train.training.fit.fit_values`)
+    with these settings; the run's seed seeds it.
+    """
+
+    labels: list[str] = field(default_factory=list)
+    epochs: int = field(default=30, metadata=_check(_positive))
+    learning_rate: float = field(default=1e-3, metadata=_check(_at_most(1.0)))
+    batch_size: int = field(default=512, metadata=_check(_positive))
+    centred: bool = True
+    cosine: bool = True
 
 
 @dataclass
 class PPOPhaseConfig:
-    """A PPO phase after the warm start (:mod:`train.training.ppo_phase`); off while ``steps`` is 0.
+    """A PPO phase after expert iteration or distillation (:mod:`train.training.ppo_phase`); off while ``steps`` is 0.
 
     Masked PPO on the native vector env's compiled games (the loop of ``train.integrations.cleanrl_ppo``, about 30
-    times SB3's steps a second here), started from the warm start's network and held near it by
+    times SB3's steps a second here), started from the fitted network and held near it by
     ``kl_coef * KL(pi || pi_0)``. On an expert-iteration generation's 64x64 network, 10M steps against ``rule`` added
     about 2 points against ``rule`` (docs/RESULTS.md, "A PPO phase on a generation's network"). ``opponent`` is a mix
     of the compiled players; ``eval_every`` counts updates of ``num_envs * num_steps`` steps. It replaces SB3's PPO
@@ -261,7 +271,7 @@ class EvalConfig:
 class TrainConfig:
     """Everything a training run needs (see ``configs/default.yaml`` for a commented example)."""
 
-    total_timesteps: int = field(metadata=_check(_non_negative))  # 0: the warm start alone (needs pretrain)
+    total_timesteps: int = field(metadata=_check(_non_negative))  # 0: no SB3 PPO (expert iteration, distil, ppo_phase)
     name: str = "run"
     seed: int = field(default=0, metadata=_check(_seed))
     n_envs: int = field(default=8, metadata=_check(_bounded(1, 1024)))
@@ -276,7 +286,8 @@ class TrainConfig:
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     opponents: list[PhaseConfig] = field(default_factory=lambda: [PhaseConfig(mix={"random": 1.0})])
     self_play: SelfPlayConfig = field(default_factory=SelfPlayConfig)
-    pretrain: PretrainConfig = field(default_factory=PretrainConfig)
+    expert_iteration: ExpertIterationConfig = field(default_factory=ExpertIterationConfig)
+    distil: DistilConfig = field(default_factory=DistilConfig)
     ppo_phase: PPOPhaseConfig = field(default_factory=PPOPhaseConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
 
@@ -381,9 +392,11 @@ def _parse_dataclass(cls: Any, data: Any, prefix: str) -> Any:
     hints = get_type_hints(cls)
     known = {f.name: f for f in dataclasses.fields(cls)}
     for key in data:
+        if not prefix and key == "pretrain":
+            raise ConfigError(f"unknown key 'pretrain': {RENAMED}")
         if key not in known:
             close = difflib.get_close_matches(str(key), known, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else f"; known keys: {', '.join(known)}"
+            hint = f" (did you mean {_join(prefix, close[0])!r}?)" if close else f"; known keys: {', '.join(known)}"
             raise ConfigError(f"unknown key {_join(prefix, key)!r}{hint}")
     values = {}
     for name, spec in known.items():
@@ -415,8 +428,8 @@ def _validate(config: TrainConfig) -> None:
     rollout = ppo.n_steps * config.n_envs
     if ppo.batch_size > rollout:
         raise ConfigError(f"ppo.batch_size must be at most ppo.n_steps * n_envs = {rollout}, got {ppo.batch_size}")
-    for key, arch in (("policy.net_arch", config.policy.net_arch), ("pretrain.round_net_arch",
-                                                                     config.pretrain.round_net_arch)):
+    for key, arch in (("policy.net_arch", config.policy.net_arch),
+                      ("expert_iteration.generation_net_arch", config.expert_iteration.generation_net_arch)):
         if arch is not None and (not arch or len(arch) > 16 or min(arch) < 1 or max(arch) > 8192):
             # the bounds agents.ppo loads
             raise ConfigError(f"{key} must be a non-empty list of at most 16 positive layer sizes of at most 8192, "
@@ -436,21 +449,19 @@ def _validate(config: TrainConfig) -> None:
     if previous != 1.0:
         raise ConfigError(f"opponents[{len(config.opponents) - 1}].until must be 1.0 (the last phase ends the run), "
                           f"got {previous!r}")
-    if config.total_timesteps == 0 and config.pretrain.teacher is None and not config.ppo_phase.steps:
-        raise ConfigError("total_timesteps 0 trains nothing without a warm start: set pretrain.teacher, "
+    expert, distil = config.expert_iteration.start is not None, bool(config.distil.labels)
+    if config.total_timesteps == 0 and not (expert or distil or config.ppo_phase.steps):
+        raise ConfigError("total_timesteps 0 trains nothing: set expert_iteration.start, distil.labels, "
                           "ppo_phase.steps, or total_timesteps > 0")
-    _validate_rollout_values(config)
-    if config.policy.actor == "afterstate":
-        _validate_afterstate(config)
+    if expert and distil:
+        raise ConfigError(f"a run either runs expert iteration or distils finished generations: set "
+                          f"expert_iteration.start to null or distil.labels to [], got start "
+                          f"{config.expert_iteration.start!r} and labels {short_repr(config.distil.labels)}")
+    _validate_expert_iteration(config)
     if config.vec_env == "native":
         _validate_native(config)
     if config.ppo_phase.steps:
         _validate_ppo_phase(config)
-    for key in ("teacher", "expert"):
-        spec = getattr(config.pretrain, key)
-        problem = None if spec is None else validate_spec(spec)
-        if problem:
-            raise ConfigError(f"pretrain.{key}: unknown player {spec!r}: {problem}")
     if config.policy.init is not None and checkpoint_path(config.policy.init) is None:
         raise ConfigError(f"policy.init must name a checkpoint (a shipped agent or a .zip file), got "
                           f"{short_repr(config.policy.init)}")
@@ -478,11 +489,33 @@ def _validate_mix(key: str, mix: dict[str, float]) -> None:
         raise ConfigError(f"{key} weights must sum to more than 0, got {mix!r}")
 
 
-def _validate_afterstate(config: TrainConfig) -> None:
-    """An afterstate actor (agents.afterstate) needs a public critic."""
-    if config.policy.critic != "public":
-        raise ConfigError(f"policy.critic must be 'public' with policy.actor 'afterstate', got "
-                          f"{config.policy.critic!r}")
+def _validate_expert_iteration(config: TrainConfig) -> None:
+    """Expert iteration plays compiled players (``start`` and the generations' networks): only those it can
+    compile."""
+    settings = config.expert_iteration
+    _validate_mix("expert_iteration.opponent", settings.opponent)
+    if settings.belief == "aware" and {name for name, weight in settings.opponent.items() if weight > 0} != {"rule"}:
+        raise ConfigError(f"expert_iteration.belief 'aware' is the filter told that the opponent plays rule: "
+                          f"expert_iteration.opponent must be rule alone with it, got {settings.opponent!r}")
+    if settings.generation_simulations is not None:
+        simulations = settings.generation_simulations
+        if len(simulations) != settings.generations:
+            raise ConfigError(f"expert_iteration.generation_simulations must give one number per generation "
+                              f"(expert_iteration.generations = {settings.generations}), got {len(simulations)}: "
+                              f"{short_repr(simulations)}")
+        if min(simulations) < 1 or max(simulations) > 1_000_000:
+            raise ConfigError(f"expert_iteration.generation_simulations must be numbers from 1 to 1,000,000, got "
+                              f"{short_repr(simulations)}")
+    if settings.start is None:
+        return
+    if settings.start not in ("rule", "random") and checkpoint_path(settings.start) is None:
+        problem = validate_spec(settings.start)
+        raise ConfigError(f"expert_iteration.start must be 'rule', 'random' or a checkpoint (belief none), got "
+                          f"{settings.start!r}" + (f": {problem}" if problem else ""))
+    if settings.generations > 1 and config.env.belief != "none" and settings.generation_net_arch is None:
+        raise ConfigError(f"expert_iteration.generations > 1 plays the run's network, which compiles only without "
+                          f"belief features: env.belief must be none, got {config.env.belief!r} (or set "
+                          f"expert_iteration.generation_net_arch: the generations' own networks)")
 
 
 def _validate_native(config: TrainConfig) -> None:
@@ -497,8 +530,6 @@ def _validate_native(config: TrainConfig) -> None:
         raise ConfigError(f"env.belief must be 'none' or 'counting' with vec_env 'native', got {config.env.belief!r}")
     if config.env.reward_shaping:
         raise ConfigError(f"env.reward_shaping must be 0 with vec_env 'native', got {config.env.reward_shaping!r}")
-    if config.policy.critic != "public":
-        raise ConfigError(f"policy.critic must be 'public' with vec_env 'native', got {config.policy.critic!r}")
 
 
 def _validate_ppo_phase(config: TrainConfig) -> None:
@@ -507,10 +538,9 @@ def _validate_ppo_phase(config: TrainConfig) -> None:
     if config.total_timesteps:
         raise ConfigError(f"ppo_phase.steps replaces SB3's PPO: set total_timesteps to 0, got "
                           f"{config.total_timesteps:,}")
-    for key, value, wanted in (("env.belief", config.env.belief, "none"), ("policy.critic", config.policy.critic,
-                                                                           "public")):
-        if value != wanted:
-            raise ConfigError(f"{key} must be {wanted!r} with ppo_phase (the native vector env's games), got {value!r}")
+    if config.env.belief != "none":
+        raise ConfigError(f"env.belief must be 'none' with ppo_phase (the native vector env's games), got "
+                          f"{config.env.belief!r}")
     for name, weight in phase.opponent.items():
         if name not in NATIVE_OPPONENTS:
             raise ConfigError(f"ppo_phase.opponent.{name}: the phase plays only the compiled players "
@@ -578,52 +608,3 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
 def config_to_dict(config: TrainConfig) -> dict[str, Any]:
     """The resolved config as plain data (every key, defaults filled in), ready for YAML."""
     return dataclasses.asdict(config)
-
-
-def _validate_rollout_values(config: TrainConfig) -> None:
-    """``pretrain.labels: rollout-values`` (or ``search-values``) plays compiled base players: only those it can
-    compile."""
-    pretrain = config.pretrain
-    if pretrain.labels == "moves":
-        for key, value, default in (("round_net_arch", pretrain.round_net_arch, None),
-                                    ("opponent", pretrain.opponent, {"rule": 1.0}),
-                                    ("gate_pairs", pretrain.gate_pairs, 0), ("window", pretrain.window, 1),
-                                    ("last_window", pretrain.last_window, None),
-                                    ("critic_games", pretrain.critic_games, 0), ("centred", pretrain.centred, False),
-                                    ("cosine", pretrain.cosine, False)):
-            if value != default:
-                raise ConfigError(f"pretrain.{key} is for labels: rollout-values or search-values, got labels: moves")
-    _validate_mix("pretrain.opponent", pretrain.opponent)
-    if pretrain.search_belief == "aware" and {name for name, weight in pretrain.opponent.items() if weight > 0} != \
-            {"rule"}:
-        raise ConfigError(f"pretrain.search_belief 'aware' is the filter told that the opponent plays rule: "
-                          f"pretrain.opponent must be rule alone with it, got {pretrain.opponent!r}")
-    if pretrain.critic_games and config.env.belief not in ("none", "counting"):
-        raise ConfigError(f"pretrain.critic_games plays the native vector env's games, which compute belief 'none' or "
-                          f"'counting': set env.belief to one of them, got {config.env.belief!r}")
-    if pretrain.round_simulations is not None:
-        simulations = pretrain.round_simulations
-        if pretrain.labels != "search-values":
-            raise ConfigError(f"pretrain.round_simulations is for labels: search-values, got labels: "
-                              f"{pretrain.labels}")
-        if len(simulations) != pretrain.rounds:
-            raise ConfigError(f"pretrain.round_simulations must give one number per round (pretrain.rounds = "
-                              f"{pretrain.rounds}), got {len(simulations)}: {short_repr(simulations)}")
-        if min(simulations) < 1 or max(simulations) > 1_000_000:
-            raise ConfigError(f"pretrain.round_simulations must be numbers from 1 to 1,000,000, got "
-                              f"{short_repr(simulations)}")
-    if pretrain.labels == "moves" or pretrain.teacher is None:
-        return
-    if pretrain.expert is not None:
-        raise ConfigError(f"pretrain.expert is for labels: moves; with labels: {pretrain.labels} each round's base "
-                          f"player is the previous round's student, got expert {pretrain.expert!r}")
-    if config.policy.critic != "public":
-        raise ConfigError(f"pretrain.labels: {pretrain.labels} fits a public critic, got policy.critic "
-                          f"{config.policy.critic!r}")
-    if pretrain.teacher not in ("rule", "random") and checkpoint_path(pretrain.teacher) is None:
-        raise ConfigError(f"pretrain.teacher: with labels: {pretrain.labels} the base player is 'rule', 'random' or "
-                          f"a checkpoint (belief none), got {pretrain.teacher!r}")
-    if pretrain.rounds > 1 and config.env.belief != "none" and pretrain.round_net_arch is None:
-        raise ConfigError(f"pretrain.rounds > 1 with labels: {pretrain.labels} plays the student, which "
-                          f"compiles only without belief features: env.belief must be none, got "
-                          f"{config.env.belief!r} (or set pretrain.round_net_arch: the rounds' own networks)")

@@ -57,7 +57,7 @@ from agents.files import atomic_path
 from agents.ppo import architecture, load_network, policy_metadata, read_settings, save_model
 from train.evaluation.matches import evaluate
 from train.evaluation.statistics import score_interval
-from train.training.rollout_values import ACTIVATIONS
+from train.training.fit import ACTIVATIONS
 from uno_env.cards import NUM_ACTIONS
 from uno_env.env import UnoEnv
 

@@ -1,1 +1,1 @@
-"""Training: the trainer (a run folder from a config), the warm start by imitation, the opponent mixes."""
+"""Training: a run folder from a config (:mod:`train.training.trainer`): expert iteration, distillation, PPO."""

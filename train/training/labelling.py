@@ -1,11 +1,11 @@
 """Labelling jobs in shards: the search's labels made, kept and gathered on local processes or Ray tasks.
 
-A round of the warm start (a generation of expert iteration) labels the positions of ``games`` games
-(:func:`train.training.rollout_values.collect`). This module cuts that work into **shards** of ``shard_games``
+A generation of expert iteration labels the positions of ``games`` games
+(:func:`train.training.search_labels.collect`). This module cuts that work into **shards** of ``shard_games``
 games each and makes it survive anything that can happen to a long run:
 
-* **Same seed, same labels, however the work is spread.** Shard ``s`` of round ``r`` plays its games from the seed
-  ``SeedSequence([seed, r, s])``, so the labels depend on neither the number of workers nor the machines, nor on
+* **Same seed, same labels, however the work is spread.** Shard ``s`` of generation ``g`` plays its games from the
+  seed ``SeedSequence([seed, g, s])``, so the labels depend on neither the number of workers nor the machines, nor on
   whether the run was killed and resumed.
 * **Checkpointed as they are made.** Each finished shard is written at once as ``shard_NNNNN.npz`` (under a
   temporary name, then renamed: :mod:`agents.files`), and ``labels.json`` records the settings and the shards
@@ -19,9 +19,10 @@ games each and makes it survive anything that can happen to a long run:
 * **Stopped at once.** Ctrl-C (or SIGTERM turned into it by ``uno-train``) cancels the queued shards and
   terminates the workers; finished shards stay. A worker process that dies is replaced and its shard labelled
   again (Ray retries a task on its own; the local pool is rebuilt), so no shard is lost or counted twice.
-* **Watched.** A progress bar across workers: games labelled, positions, positions per second, time left.
+* **Watched.** A progress bar across workers (games labelled, positions, positions per second, time left) on a
+  terminal; elsewhere (a log file, a pipe) a plain progress line every :data:`PROGRESS_SECONDS` seconds.
 
-Layout of a round's folder::
+Layout of a generation's folder::
 
     FOLDER/labels.json          {"settings": {...}, "shards": {"0": {"games": 50, "positions": 431}, ...}}
     FOLDER/shard_00000.npz      observations, values, moves, the settings and the shard's index
@@ -49,42 +50,43 @@ from agents.files import atomic_path, file_digest, set_aside, write_text
 from train.config import SELF, ConfigError
 from train.evaluation.matches import abandon, make_executor, worker_lost
 from train.interrupts import as_finished, signals_held
-from train.training import rollout_values
+from train.training.search_labels import BUILT_IN_BASES, SearchLabels, collect
 from uno_env.belief import BeliefKind
 from uno_env.cards import NUM_ACTIONS
 
 _MANIFEST = "labels.json"
-#: Times a shard is started again after the process labelling it died, before the round gives up.
+#: Times a shard is started again after the process labelling it died, before the generation gives up.
 _RETRIES = 3
 #: Seconds :meth:`Workers.close` waits for a pool to shut down before it terminates the workers itself.
 CLOSE_TIMEOUT = 60.0
+#: Seconds between two plain progress lines when the labelling is not watched on a terminal.
+PROGRESS_SECONDS = 10.0
 Labels = tuple[np.ndarray, np.ndarray, np.ndarray]  # observations, move values (NaN: illegal), base moves
 
 
 @dataclass(frozen=True)
 class LabelJob:
-    """What one round labels: ``games`` games of ``base`` against ``opponent``, in shards of ``shard_games``.
+    """What one generation labels: ``games`` games of ``base`` against ``opponent``, in shards of ``shard_games``.
 
     ``base`` is ``"rule"``, ``"random"`` or a checkpoint's path; ``search`` the search's settings
-    (:class:`~train.training.rollout_values.SearchLabels`), or ``None`` for playouts on ``deck_orders`` deck
-    orders; ``belief`` the belief features of the recorded observations. ``opponent`` is the mix each game's
-    opponent is drawn from (pairs of a player and its weight; ``self``: one of the base players in ``pool``).
+    (:class:`~train.training.search_labels.SearchLabels`); ``belief`` the belief features of the recorded
+    observations. ``opponent`` is the mix each game's opponent is drawn from (pairs of a player and its weight;
+    ``self``: one of the base players in ``pool``).
     """
 
     games: int
     shard_games: int
     seed: int
-    round: int
-    deck_orders: int
+    generation: int
     belief: BeliefKind
     base: str
-    search: rollout_values.SearchLabels | None = None
+    search: SearchLabels
     opponent: tuple[tuple[str, float], ...] = (("rule", 1.0),)
     pool: tuple[str, ...] = ()
 
     @property
     def shards(self) -> int:
-        """How many shards the round has (the last one may have fewer games)."""
+        """How many shards the generation has (the last one may have fewer games)."""
         return -(-self.games // self.shard_games)
 
     def shard_size(self, shard: int) -> int:
@@ -92,40 +94,35 @@ class LabelJob:
         return min(self.shard_games, self.games - shard * self.shard_games)
 
     def shard_seed(self, shard: int) -> int:
-        """Shard ``shard``'s seed: a function of the run's seed, the round and the shard alone."""
-        return int(np.random.SeedSequence([self.seed, self.round, shard]).generate_state(1)[0])
+        """Shard ``shard``'s seed: a function of the run's seed, the generation and the shard alone."""
+        return int(np.random.SeedSequence([self.seed, self.generation, shard]).generate_state(1)[0])
 
     def settings(self) -> dict[str, Any]:
         """The settings the labels depend on, by the config key a user sets (the base by its file's content: a base
         retrained differently makes other labels)."""
         settings: dict[str, Any] = {
-            "seed": self.seed, "round": self.round, "pretrain.games": self.games,
-            "pretrain.shard_games": self.shard_games, "env.belief": self.belief,
-            "pretrain.labels": "rollout-values" if self.search is None else "search-values",
-            "base player": self.base if self.base in rollout_values.BUILT_IN_BASES else file_digest(self.base),
+            "seed": self.seed, "generation": self.generation, "expert_iteration.games": self.games,
+            "expert_iteration.shard_games": self.shard_games, "env.belief": self.belief,
+            "base player": self.base if self.base in BUILT_IN_BASES else file_digest(self.base),
+            "expert_iteration.opponent": dict(self.opponent),
+            "expert_iteration.simulations": self.search.simulations,
+            "expert_iteration.belief": self.search.belief,
+            "expert_iteration.leaf_moves": self.search.leaf_moves,
         }
-        if self.opponent != (("rule", 1.0),):  # absent for rule alone: the labels made before the key existed
-            settings["pretrain.opponent"] = dict(self.opponent)
-            if dict(self.opponent).get(SELF, 0) > 0:
-                settings["self-play pool"] = [player if player in rollout_values.BUILT_IN_BASES else
-                                              file_digest(player) for player in self.pool]
-        if self.search is None:
-            settings["pretrain.deck_orders"] = self.deck_orders
-        else:
-            settings["pretrain.search_simulations"] = self.search.simulations
-            settings["pretrain.search_belief"] = self.search.belief
-            settings["pretrain.search_leaf_moves"] = self.search.leaf_moves
+        if dict(self.opponent).get(SELF, 0) > 0:
+            settings["self-play pool"] = [player if player in BUILT_IN_BASES else file_digest(player)
+                                          for player in self.pool]
         return settings
 
 
 def label_shard(job: LabelJob, shard: int) -> Labels:
     """Label shard ``shard`` of ``job`` (run by a worker: a pool process or a Ray task)."""
-    return rollout_values.collect(job.shard_size(shard), job.shard_seed(shard), job.deck_orders, job.belief,
-                                  job.base, job.search, dict(job.opponent), job.pool)
+    return collect(job.shard_size(shard), job.shard_seed(shard), job.belief, job.base, job.search,
+                   dict(job.opponent), job.pool)
 
 
 def shard_path(folder: Path, shard: int) -> Path:
-    """Where shard ``shard`` of a round lives."""
+    """Where shard ``shard`` of a generation lives."""
     return folder / f"shard_{shard:05d}.npz"
 
 
@@ -154,16 +151,16 @@ def _read_shard(path: Path, shard: int, settings: str) -> Labels:
     return observations, values, moves
 
 
-def read_round(folder: Path) -> Labels:
-    """The labels of a round folder's finished shards, concatenated in shard order, each checked as ``--resume``
-    checks it; ``ValueError`` naming the folder or the shard when it is not a round of labels."""
+def read_generation(folder: Path) -> Labels:
+    """The labels of a generation folder's finished shards, concatenated in shard order, each checked as
+    ``--resume`` checks it; ``ValueError`` naming the folder or the shard when it is not a generation of labels."""
     try:
         manifest = json.loads((folder / _MANIFEST).read_text())
         fingerprint, shards = json.dumps(manifest["settings"], sort_keys=True), sorted(map(int, manifest["shards"]))
     except (OSError, ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"{folder} is not a round of labels ({_MANIFEST}: {error})") from None
+        raise ValueError(f"{folder} is not a generation of labels ({_MANIFEST}: {error})") from None
     if not shards:
-        raise ValueError(f"{folder} is not a round of labels: {_MANIFEST} lists no finished shard")
+        raise ValueError(f"{folder} is not a generation of labels: {_MANIFEST} lists no finished shard")
     parts = []
     for shard in shards:
         try:
@@ -208,7 +205,7 @@ class _Manifest:
 class Workers:
     """Where shards are labelled: a pool of local processes, or Ray tasks (local Ray, or a cluster's ``address``).
 
-    The executor starts on first use (a round whose shards are all on disk starts none) and serves every round
+    The executor starts on first use (a generation whose shards are all on disk starts none) and serves every generation
     of a run; a process pool that breaks (a worker killed) is replaced by :meth:`renew`. Use it as a context
     manager, or call :meth:`close`.
     """
@@ -247,7 +244,7 @@ class Workers:
 
         Without ``cancel`` the pool gets :data:`CLOSE_TIMEOUT` seconds to shut down, then its workers are
         terminated: in CPython 3.11 a worker killed (by the OOM killer, say) while the pool shuts down can leave
-        ``ProcessPoolExecutor.shutdown(wait=True)`` waiting forever, and a run must not hang at a round's end.
+        ``ProcessPoolExecutor.shutdown(wait=True)`` waiting forever, and a run must not hang at a generation's end.
         """
         executor, self._executor = self._executor, None
         if executor is None:
@@ -311,26 +308,23 @@ def run(job: LabelJob, folder: Path, workers: Workers, progress: bool = True) ->
 
 
 def _count_attempt(job: LabelJob, shard: int, attempts: dict[int, int]) -> None:
-    """One more start of ``shard`` whose worker died; too many, and the round gives up."""
+    """One more start of ``shard`` whose worker died; too many, and the generation gives up."""
     attempts[shard] += 1
     if attempts[shard] > _RETRIES:
-        raise RuntimeError(f"labelling shard {shard} of round {job.round} killed its worker process "
+        raise RuntimeError(f"labelling shard {shard} of generation {job.generation} killed its worker process "
                            f"{_RETRIES + 1} times")
 
 
 def _label(job: LabelJob, missing: list[int], folder: Path, fingerprint: str, manifest: _Manifest,
            parts: dict[int, Labels], workers: Workers, progress: bool) -> None:
     """Label the ``missing`` shards on ``workers``, writing each as it comes back."""
-    done_games = job.games - sum(job.shard_size(shard) for shard in missing)
-    started, positions = time.perf_counter(), 0
     attempts = dict.fromkeys(missing, 0)
     executor = workers.get()
-    # disable=None: tqdm draws only on a terminal, so logs and captured output stay clean.
-    with tqdm(total=job.games, initial=done_games, unit="game", desc=f"labelling round {job.round}",
-              disable=None if progress else True, file=sys.stderr, leave=False) as bar:
+    with _Progress(job, job.games - sum(job.shard_size(shard) for shard in missing), progress) as shown:
         while missing:
             futures: dict[Future, int] = {executor.submit(label_shard, job, shard): shard for shard in missing}
-            for future in as_finished(futures, stop=partial(worker_lost, executor)):
+            lost = partial(worker_lost, executor)
+            for future in as_finished(futures, stop=lambda lost=lost: shown.tick() or lost()):
                 shard = futures[future]
                 try:
                     labels = future.result()
@@ -341,13 +335,53 @@ def _label(job: LabelJob, missing: list[int], folder: Path, fingerprint: str, ma
                     _write_shard(folder, shard, labels, fingerprint)
                     manifest.add(shard, job.shard_size(shard), len(labels[2]))
                 parts[shard] = labels
-                positions += len(labels[2])
-                rate = positions / (time.perf_counter() - started)
-                bar.set_postfix_str(f"{positions:,} positions, {rate:,.0f}/s", refresh=False)
-                bar.update(job.shard_size(shard))
+                shown.add(job.shard_size(shard), len(labels[2]))
             missing = [shard for shard in missing if shard not in parts]
             if missing:  # a worker process died: its shard (and those queued with it) go to a new pool
                 for future, shard in futures.items():
                     if future.running():  # the pool never said it broke (worker_lost): these were being labelled
                         _count_attempt(job, shard, attempts)
                 executor = workers.renew()
+
+
+class _Progress:
+    """A generation's labelling progress: a tqdm bar on a terminal; elsewhere (a log file, a pipe, a notebook's
+    captured output) a plain line on stdout every :data:`PROGRESS_SECONDS` seconds: games, positions, positions per
+    second. ``shown=False`` shows nothing."""
+
+    def __init__(self, job: LabelJob, done_games: int, shown: bool) -> None:
+        self.job = job
+        self.games = done_games
+        self.positions = 0
+        self.started = self.printed = time.perf_counter()
+        terminal = shown and sys.stderr.isatty()
+        self.lines = shown and not terminal
+        self.bar = tqdm(total=job.games, initial=done_games, unit="game", desc=f"labelling generation "
+                        f"{job.generation}", disable=not terminal, file=sys.stderr, leave=False)
+
+    def rate(self) -> float:
+        return self.positions / max(time.perf_counter() - self.started, 1e-9)
+
+    def add(self, games: int, positions: int) -> None:
+        """A shard of ``games`` games and ``positions`` labels is done."""
+        self.games += games
+        self.positions += positions
+        self.bar.set_postfix_str(f"{self.positions:,} positions, {self.rate():,.0f}/s", refresh=False)
+        self.bar.update(games)
+        self.tick()
+
+    def tick(self) -> bool:
+        """Print a plain progress line if one is due; False (for :func:`~train.interrupts.as_finished`'s ``stop``)."""
+        now = time.perf_counter()
+        if self.lines and now - self.printed >= PROGRESS_SECONDS:
+            self.printed = now
+            print(f"labelling generation {self.job.generation}: {self.games:,}/{self.job.games:,} games, "
+                  f"{self.positions:,} positions, {self.rate():,.1f} positions/s, {now - self.started:,.0f} s",
+                  flush=True)
+        return False
+
+    def __enter__(self) -> _Progress:
+        return self
+
+    def __exit__(self, *exception: Any) -> None:
+        self.bar.close()

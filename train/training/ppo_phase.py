@@ -1,11 +1,12 @@
-"""A training run's PPO phase: the warm start's network, improved by masked PPO on the native vector env.
+"""A training run's PPO phase: the fitted network, improved by masked PPO on the native vector env.
 
-``uno-train`` runs it after the warm start when the config sets ``ppo_phase.steps`` (:class:`~train.config.
-PPOPhaseConfig`). The loop is :func:`train.integrations.cleanrl_ppo.train`, CleanRL-style masked PPO whose games are
-stepped by one compiled call, so the phase makes millions of steps in minutes where SB3's MaskablePPO, which a run
-uses otherwise, makes about 700 a second; a KL penalty toward the warm start's policy keeps what the search taught.
+``uno-train`` runs it after expert iteration (or distillation) when the config sets ``ppo_phase.steps``
+(:class:`~train.config.PPOPhaseConfig`). The loop is :func:`train.integrations.cleanrl_ppo.train`, CleanRL-style
+masked PPO whose games are stepped by one compiled call, so the phase makes millions of steps in minutes where SB3's
+MaskablePPO, which a run uses otherwise, makes about 700 a second; a KL penalty toward the fitted policy keeps what
+the search taught.
 
-Everything the phase makes is in ``RUN_DIR/ppo_phase/``: ``start.zip`` (the warm start's network, pi_0 of the KL
+Everything the phase makes is in ``RUN_DIR/ppo_phase/``: ``start.zip`` (the fitted network, pi_0 of the KL
 penalty), ``latest.zip`` and ``state.pt`` (its last checkpoint, written atomically, from which a killed run goes
 on), ``args.json``; its TensorBoard curves (losses, KL to the start, win rates against ``rule`` and ``random`` with
 95% intervals, samples a second) are in ``RUN_DIR/tb/ppo_phase``. The trainer then loads the phase's network into
@@ -44,7 +45,7 @@ def run_ppo_phase(model: MaskablePPO, config: TrainConfig, run_dir: Path, quiet:
     folder = run_dir / "ppo_phase"
     folder.mkdir(exist_ok=True)
     start = folder / "start.zip"
-    if not start.exists():  # on resume pi_0 stays the warm start's, whatever model holds by then
+    if not start.exists():  # on resume pi_0 stays the fitted network, whatever model holds by then
         save_model(model, start, {"belief": "none", "config": config.name, "steps": 0})
     args = phase_args(config, folder, run_dir / "tb" / "ppo_phase")
     problem = check_args(args)

@@ -208,36 +208,32 @@ def repair_records(run_dir: Path, step: int) -> None:
 
 
 class SessionRecord:
-    """This session's entry in ``RUN_DIR/run_info.json``, rewritten at every checkpoint.
+    """This session's entry in ``RUN_DIR/run_info.json``, rewritten at every checkpoint (and after each generation).
 
     A run that is killed (or dies) keeps the record of the steps and time it had reached at its last
     checkpoint, which is where ``--resume`` continues; ``finished`` turns true when the session ends normally.
+    A session's time is its wall time from ``started`` (a ``time.perf_counter()`` reading, by default now): expert
+    iteration, PPO, evaluations and the final evaluation; ``total_train_seconds`` adds up the sessions. ``fit``
+    holds the metrics of the run's fit (``{"expert_iteration": {...}}`` or ``{"distil": {...}}``) once it is made.
     """
 
-    def __init__(self, run_dir: Path, start_step: int, pretrain: dict[str, float]) -> None:
+    def __init__(self, run_dir: Path, start_step: int, started: float | None = None) -> None:
         self.path = run_dir / "run_info.json"
         self.start_step = start_step
-        self.pretrain = pretrain
+        self.fit: dict[str, dict[str, float]] = {}
         self.info = read_run_info(self.path) or {"machine": machine(), "sessions": []}
         self.index = len(self.info["sessions"])
-        self.started = time.perf_counter()
-        self.seconds = 0.0
+        self.started = time.perf_counter() if started is None else started
 
     def total_seconds(self) -> float:
-        """Training time of the whole run until now: the earlier sessions' plus this one's so far."""
+        """Wall time of the whole run until now: the earlier sessions' plus this one's so far."""
         earlier = sum(s["train_seconds"] for s in self.info["sessions"][:self.index])
         return earlier + time.perf_counter() - self.started
 
     def update(self, step: int, finished: bool = False) -> None:
-        """Record that training reached ``step`` now, or (``finished``) that the session ended after it.
-
-        The time recorded is training time: the final evaluation after the last step does not count.
-        """
-        if not finished:
-            self.seconds = time.perf_counter() - self.started
-        seconds = self.seconds
-        if self.pretrain:
-            self.info["pretrain"] = self.pretrain
+        """Record that the session reached ``step`` now, or (``finished``) that it ended, after its final evaluation."""
+        seconds = time.perf_counter() - self.started
+        self.info.update(self.fit)
         entry = {"from_step": self.start_step, "to_step": step, "train_seconds": round(seconds, 1),
                  "steps_per_second": round((step - self.start_step) / seconds, 1) if seconds else None,
                  "finished": finished}
