@@ -153,8 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=100, help="deal pairs per cell (2 games each)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--rollout", default="rule")
-    parser.add_argument("--opponent-rollout", help="the opponent seat's rollout policy (default: --rollout's)")
+    parser.add_argument("--rollout", default="rule", choices=["rule", "random"])
+    parser.add_argument("--opponent-rollout", choices=["rule", "random"],
+                        help="the opponent seat's rollout policy (default: --rollout's)")
     parser.add_argument("--n-particles", type=int, default=500)
     parser.add_argument("--network", help="a checkpoint (belief none) for --guides")
     parser.add_argument("--guides", nargs="+", default=["none"],
