@@ -265,7 +265,7 @@ def test_a_long_hand_fits_its_row_and_every_card_can_be_clicked(server):
             browser.close()
 
 
-# ------------------------------------------------------------------------------------ hostile clients (issue 32)
+# ------------------------------------------------------------------------------------ hostile clients
 def _raw(url: str, request: bytes, wait: float = 30.0) -> bytes:
     """Send raw bytes to the server; everything it answers until it closes the connection (or ``wait`` passes)."""
     address = urllib.parse.urlsplit(url)

@@ -200,7 +200,7 @@ def abandon(pool: Executor) -> None:
 
     A worker terminated while it writes its result leaves half a message in a process pool's result pipe, and the
     pool's manager thread then waits in ``recv`` for the rest, which never comes. Python joins that thread when it
-    exits, so the process never ended. CPython 3.11 did this to a SIGTERM-stopped labelling run (docs/TESTING.md).
+    exits, so the process would never end (as a labelling run stopped by SIGTERM does on CPython 3.11).
     Once the workers are gone, the last writer of that pipe is this process's end: closing it ends the read with EOF,
     and the manager thread then takes the pool as broken and finishes."""
     results = getattr(pool, "_result_queue", None)  # a ProcessPoolExecutor's; shutdown() forgets it
