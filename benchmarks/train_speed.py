@@ -3,9 +3,9 @@
     .venv/bin/python benchmarks/train_speed.py                 # about two minutes
     .venv/bin/python benchmarks/train_speed.py --steps 8192 --repeats 1
 
-Each setting builds its envs with the trainer's own ``build_vec_env`` and the PPO settings of
-``configs/default.yaml`` (``n_steps * n_envs`` kept at 2,048 samples a rollout, so every setting does the same
-learning work per sample), opponent ``random``, then times ``model.learn(--steps)`` after one uncounted rollout
+Each setting builds its envs and its model with the trainer's own ``build_vec_env`` and ``new_model`` and the PPO
+settings of ``configs/default.yaml`` (``n_steps * n_envs`` kept at 2,048 samples a rollout, so every setting does the
+same learning work per sample), opponent ``random``, then times ``model.learn(--steps)`` after one uncounted rollout
 (process start-up, worker start-up and kernel loading stay out). Reported: environment steps per wall second and
 per CPU second of this process (SubprocVecEnv's workers are other processes: their CPU is not in that column, which
 is why wall time is the figure to compare). Torch runs on one thread.
@@ -18,10 +18,9 @@ import time
 from pathlib import Path
 
 import torch
-from sb3_contrib import MaskablePPO
 
 from train.config import load_config, parse_config
-from train.training.trainer import _policy_kwargs, _ppo_kwargs, build_vec_env
+from train.training.sb3_ppo import build_vec_env, new_model
 
 _DEFAULT = Path(__file__).resolve().parent.parent / "configs" / "default.yaml"
 #: (vec_env, n_envs) settings measured; n_steps = 2048 / n_envs.
@@ -39,9 +38,7 @@ def steps_per_second(vec_env: str, n_envs: int, steps: int, seed: int) -> tuple[
     config = parse_config(data)
     venv = build_vec_env(config, seed)
     try:
-        model = MaskablePPO("MlpPolicy", venv, seed=seed, device="cpu", verbose=0,
-                            policy_kwargs=_policy_kwargs(config, venv.observation_space.shape[0]),
-                            **_ppo_kwargs(config))
+        model = new_model(config, venv)
         model.learn(2048)  # one rollout and update, not counted
         wall, cpu = time.perf_counter(), time.process_time()
         model.learn(steps, reset_num_timesteps=False)

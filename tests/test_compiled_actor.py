@@ -20,7 +20,7 @@ from agents.actor_kernels import (
 )
 from agents.compiled_actor import actor_params, value_params
 from agents.ppo import PPOPolicy, save_model
-from train.training.rollout_values import collect
+from train.training.search_labels import SearchLabels, collect
 from uno_env import UnoEnv, core
 from uno_env.game import Game
 from uno_env.observation import SeatObserver
@@ -94,7 +94,9 @@ def test_actor_playouts_replay_for_a_seed_and_match_the_checkpoint_playing_the_s
 
 
 def test_labels_over_a_checkpoint_record_its_moves():
-    observations, values, moves = collect(games=3, seed=1, deck_orders=2, belief="none", base=SHIPPED)
+    # 64 simulations: every legal move is tried, so every legal move has a label.
+    observations, values, moves = collect(games=3, seed=1, belief="none", base=SHIPPED,
+                                          search=SearchLabels(simulations=64))
     network = PPOPolicy.load(SHIPPED).network
     with torch.no_grad():
         logits = network.action_net(network.mlp_extractor.forward_actor(
