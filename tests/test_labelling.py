@@ -459,3 +459,18 @@ def test_a_ctrl_c_as_a_shard_is_saved_leaves_the_shard_in_the_manifest(tmp_path:
     recorded = {labelling.shard_path(tmp_path, int(shard)).name
                 for shard in json.loads((tmp_path / "labels.json").read_text())["shards"]}
     assert on_disk and recorded == on_disk
+
+
+def test_labelling_off_a_terminal_prints_plain_progress_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]):
+    """Without a terminal (a log file, a pipe: pytest's capture here) the progress is plain lines on stdout, not a
+    bar that draws nothing: the generation, games, positions and positions a second."""
+    monkeypatch.setattr(labelling, "PROGRESS_SECONDS", 0.0)  # a line at every chance
+    with Workers(1) as workers:
+        labels, _ = labelling.run(JOB, tmp_path / "generation_1", workers, progress=True)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("labelling generation 1: ")]
+    assert lines and f"6/6 games, {len(labels[2]):,} positions" in lines[-1] and lines[-1].endswith(" s")
+    assert "positions/s" in lines[-1]
+    with Workers(1) as workers:
+        labelling.run(JOB, tmp_path / "quiet", workers, progress=False)
+    assert "labelling generation" not in capsys.readouterr().out
