@@ -48,10 +48,8 @@ GUARD = ("tests/test_guided_search.py::test_the_networks_move_is_the_default",)
 RESUME = ("tests/test_evaluation_checkpoint.py",)
 SPECS = ("tests/test_specs_names.py",)
 CONSISTENCY = ("tests/test_consistency.py",)
-DEMOS = ("tests/test_train.py::test_demonstration_returns_are_the_teachers_seats_result",)
-GENERATIONS = ("tests/test_train.py::test_generations_are_gated_logged_and_fitted_on_a_window_of_rounds",)
-ROLLOUT, PRETRAIN = "train/training/rollout_values.py", "train/training/pretrain.py"
-_EACH_MOVE = "    for action in game.legal_actions():\n"
+GENERATIONS = ("tests/test_train.py::test_generations_are_gated_logged_and_fitted_on_a_window_of_generations",)
+LABELLER, GENERATION = "train/training/search_labels.py", "train/training/expert_iteration.py"
 BELIEF = ("tests/test_observation.py", "tests/test_belief_filters.py", "tests/test_belief_lazy.py",
           "tests/test_belief_tracker.py", "tests/test_belief_env.py")
 
@@ -122,12 +120,13 @@ MUTATIONS: tuple[Mutation, ...] = (
                   "vf_coef: float = 0.5"),
     _config_check("ppo.max_grad_norm", "max_grad_norm: float = field(default=0.5, metadata=_check(_positive))",
                   "max_grad_norm: float = 0.5"),
-    _config_check("pretrain.epochs", "    epochs: int = field(default=10, metadata=_check(_positive))",
+    _config_check("expert_iteration.epochs", "    epochs: int = field(default=10, metadata=_check(_positive))",
                   "    epochs: int = 10"),
-    _config_check("pretrain.learning_rate",
-                  "learning_rate: float = field(default=1e-3, metadata=_check(_at_most(1.0)))",
-                  "learning_rate: float = 1e-3"),
-    _config_check("pretrain.batch_size", "batch_size: int = field(default=256, metadata=_check(_positive))",
+    _config_check("expert_iteration.learning_rate",
+                  "_positive))\n    learning_rate: float = field(default=1e-3, metadata=_check(_at_most(1.0)))\n"
+                  "    batch_size: int = field(default=256,",
+                  "_positive))\n    learning_rate: float = 1e-3\n    batch_size: int = field(default=256,"),
+    _config_check("expert_iteration.batch_size", "batch_size: int = field(default=256, metadata=_check(_positive))",
                   "batch_size: int = 256"),
     _config_check("eval.final_pairs", "final_pairs: int = field(default=500, metadata=_check(_non_negative))",
                   "final_pairs: int = 500"),
@@ -168,62 +167,41 @@ MUTATIONS: tuple[Mutation, ...] = (
              (("out[card] = n * (_COPIES[card] - hand[card] - discard[card]) / total if total",
                "out[card] = (n + 1) * (_COPIES[card] - hand[card] - discard[card]) / total if total"),), BELIEF),
     # --- the labels of the learning pipeline (search values, their shards)
-    Mutation("labels", "rollout labels scored from seat 0's side", ROLLOUT,
-             (("np.mean([(outcome == seat) - (outcome == 1 - seat)", "np.mean([(outcome == 0) - (outcome == 1)"),),
-             LABELS),
-    Mutation("labels", "the base player on seat 0 whatever the mover", ROLLOUT,
-             (("policies = (self.policy, RULE_POLICY) if seat == 0 else (RULE_POLICY, self.policy)",
-               "policies = (self.policy, RULE_POLICY)"),), LABELS),
-    Mutation("labels", "a network base plays seat 0 whatever the mover", ROLLOUT,
-             (("return actor_simulate(state, action, seat, RULE_POLICY", "return actor_simulate(state, action, 0, "
-               "RULE_POLICY"),), LABELS),
-    Mutation("labels", "no common random numbers: fresh streams for each move", ROLLOUT,
-             ((_EACH_MOVE, _EACH_MOVE + "        seeds = rng.integers(2**63, size=deck_orders).astype(np.uint64)\n"),),
-             LABELS),
-    Mutation("labels", "no common random numbers: fresh deck orders for each move", ROLLOUT,
-             ((_EACH_MOVE, _EACH_MOVE + "        states = [pack_state(game.hands, rng.permutation(game.deck), "
-               "game.discard, game.active_colour, seat, game.pending_draw) for _ in states]\n"),), LABELS),
-    Mutation("labels", "the true deck order left out of the worlds", ROLLOUT,
-             (("decks = [game.deck] + [rng.permutation(game.deck) for _ in range(deck_orders - 1)]",
-               "decks = [rng.permutation(game.deck) for _ in range(deck_orders)]"),), LABELS),
-    Mutation("labels", "search labels on the 0..1 scale", ROLLOUT,
+    Mutation("labels", "search labels on the 0..1 scale", LABELLER,
              (("values[action] = 2.0 * total / visits - 1.0", "values[action] = total / visits"),), LABELS),
-    Mutation("labels", "guided labels never guided by the critic", ROLLOUT,
+    Mutation("labels", "guided labels never guided by the critic", LABELLER,
              (("guided = self.leaf_moves is not None and base.value is not None", "guided = False"),), LABELS),
-    Mutation("labels", "the aware search not told the opponent", ROLLOUT,
+    Mutation("labels", "the aware search not told the opponent", LABELLER,
              (("opponent_policy=RulePolicy() if aware else None", "opponent_policy=None"),),
-             ("tests/test_rollout_values.py::test_aware_search_labels_are_told_the_opponent_and_label_the_same_"
+             ("tests/test_search_labels.py::test_aware_search_labels_are_told_the_opponent_and_label_the_same_"
               "positions_differently",)),
-    Mutation("labels", "every shard of a round plays the same games", "train/training/labelling.py",
-             (("SeedSequence([self.seed, self.round, shard])", "SeedSequence([self.seed, self.round])"),), LABELS),
-    Mutation("labels", "every round plays the same games", "train/training/labelling.py",
-             (("SeedSequence([self.seed, self.round, shard])", "SeedSequence([self.seed, shard])"),), LABELS),
+    Mutation("labels", "every shard of a generation plays the same games", "train/training/labelling.py",
+             (("SeedSequence([self.seed, self.generation, shard])", "SeedSequence([self.seed, self.generation])"),),
+             LABELS),
+    Mutation("labels", "every generation plays the same games", "train/training/labelling.py",
+             (("SeedSequence([self.seed, self.generation, shard])", "SeedSequence([self.seed, shard])"),), LABELS),
     Mutation("labels", "the last shard plays a whole shard's games", "train/training/labelling.py",
              (("return min(self.shard_games, self.games - shard * self.shard_games)", "return self.shard_games"),),
              LABELS),
     Mutation("labels", "leaf moves not among the labels' settings", "train/training/labelling.py",
-             (("            settings[\"pretrain.search_leaf_moves\"] = self.search.leaf_moves\n", ""),), LABELS),
+             (("            \"expert_iteration.leaf_moves\": self.search.leaf_moves,\n", ""),), LABELS),
     # --- the generations of expert iteration
-    Mutation("pretrain", "demonstration returns from seat 0's side", PRETRAIN,
-             (("(1.0 if result.winner == seat else -1.0)", "(1.0 if result.winner == 0 else -1.0)"),), DEMOS),
-    Mutation("pretrain", "demonstration returns discounted from the start", PRETRAIN,
-             (("returns.append(outcome * gamma ** (n - 1 - k))", "returns.append(outcome * gamma ** k)"),), DEMOS),
-    Mutation("pretrain", "the gate's verdict ignored", PRETRAIN,
+    Mutation("generations", "the gate's verdict ignored", GENERATION,
              (("            if record.get(\"kept\", True):", "            if True:"),), GENERATIONS),
-    Mutation("pretrain", "each fit sees its own round only", PRETRAIN,
+    Mutation("generations", "each fit sees its own generation only", GENERATION,
              (("zip(*history[-window:], strict=True)", "zip(*history[-1:], strict=True)"),), GENERATIONS),
-    Mutation("pretrain", "round_simulations ignored", PRETRAIN,
-             (("settings.round_simulations[round_ - 1]", "settings.search_simulations"),), GENERATIONS),
+    Mutation("generations", "generation_simulations ignored", GENERATION,
+             (("settings.generation_simulations[generation - 1]", "settings.simulations"),), GENERATIONS),
     Mutation("labelling", "Ctrl-C not held while waiting on the workers", "train/interrupts.py",
              (("    if threading.current_thread() is not threading.main_thread():", "    if True:"),),
              ("tests/test_interrupts.py",)),
     # --- the ensemble of checkpoints (agents/ensemble.py)
     Mutation("ensemble", "critic summed, not averaged", "agents/ensemble.py",
-             (("(\"value_net\", 1.0 / len(members))", "(\"value_net\", 1.0)"),), ENSEMBLE),
+             (("critics, head_scale=1.0 / len(members))", "critics, head_scale=1.0)"),), ENSEMBLE),
     Mutation("ensemble", "later layers read the first member's units", "agents/ensemble.py",
-             (("                    column += columns\n", ""),), ENSEMBLE),
+             (("            column += columns\n", ""),), ENSEMBLE),
     Mutation("ensemble", "members' biases dropped", "agents/ensemble.py",
-             (("target.bias[row:row + rows] = layer.bias", "target.bias[row:row + rows] = 0.0"),), ENSEMBLE),
+             (("target.bias[row:row + rows] = layers[k].bias", "target.bias[row:row + rows] = 0.0"),), ENSEMBLE),
     Mutation("ensemble", "no activation check", "agents/ensemble.py",
              (("if any(m.activation_fn is not activation for m in members):", "if False:"),), ENSEMBLE),
     Mutation("ensemble", "the merged file stored, not deflated", "agents/ensemble.py",
@@ -354,7 +332,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              (("if spec in policy_names() and spec not in shipped_names():", "if spec in policy_names():"),), SPECS),
     Mutation("specs", "a shipped agent named model", "agents/shipped.py",
              (("MODELS_DIR / name / MODEL_FILE, name=name)", "MODELS_DIR / name / MODEL_FILE)"),), SPECS),
-    Mutation("specs", "checkpoint steps not zero-padded", "train/training/trainer.py",
+    Mutation("specs", "checkpoint steps not zero-padded", "train/training/sb3_ppo.py",
              (("step_{self.model.num_timesteps:09d}.zip", "step_{self.model.num_timesteps}.zip"),),
              ("tests/test_train.py::test_run_folder_layout",)),
     # --- seeded generators without numpy's seed-sequence code (uno_env/seeding.py)
