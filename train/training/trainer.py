@@ -160,9 +160,11 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
                            address=address)
         except KeyboardInterrupt:  # what is labelled is on disk; expert iteration continues from it
             venv.close()
-            raise TrainingInterrupted(f"training interrupted during {_fit_name(config)}; its finished label shards "
-                                      f"are kept in {run_dir / FOLDER}. Continue with: uno-train --resume "
-                                      f"{shlex.quote(str(run_dir))}") from None
+            kept = f"its finished generations and label shards are kept in {run_dir / FOLDER}" if labels is None \
+                else "the fit starts again"
+            raise TrainingInterrupted(f"training interrupted during {_fit_section(config).replace('_', ' ')}; "
+                                      f"{kept}. Continue with: uno-train --resume {shlex.quote(str(run_dir))}") \
+                from None
         metrics["seconds"] = round(time.perf_counter() - started, 1)
         record.fit = {_fit_section(config): metrics}
     # Our own logger: TensorBoard events straight into RUN_DIR/tb, continued (same folder) on resume.
@@ -226,10 +228,6 @@ def _fit_section(config: TrainConfig) -> str:
     return "expert_iteration" if config.expert_iteration.start is not None else "distil"
 
 
-def _fit_name(config: TrainConfig) -> str:
-    return _fit_section(config).replace("_", " ")
-
-
 def _fit(model: Any, config: TrainConfig, run_dir: Path, labels: Any, record: SessionRecord, progress: bool,
          address: str | None) -> dict[str, float]:
     """Expert iteration or distillation on ``model``, logging to ``tb/generations`` and ``tb/fit``; the metrics."""
@@ -272,14 +270,16 @@ def train_once(config: str | Path, overrides: list[str], run_dir: Path, command:
                on_evaluation: EvaluationHook | None = None) -> Path:
     """Bring the run in ``run_dir`` to its end once, for scripts that train many runs (sweeps, ablations).
 
-    A run with its final evaluation is left alone; one with checkpoints (or expert iteration begun) is resumed from
-    its own ``config.yaml`` (with ``overrides``); otherwise it starts from ``config`` with ``overrides``. So a script
-    killed midway picks up where it stopped. Returns ``run_dir``.
+    A run with its final evaluation is left alone; one with checkpoints (or its fit begun: expert iteration or
+    distillation) is resumed from its own ``config.yaml`` (with ``overrides``); otherwise it starts from ``config``
+    with ``overrides``. So a script killed midway picks up where it stopped. Returns ``run_dir``.
     """
     if (run_dir / "final_eval.json").exists():
         return run_dir
     checkpoints = run_dir / "checkpoints"
-    resume = (checkpoints.is_dir() and any(checkpoints.glob("step_*.zip"))) or (run_dir / FOLDER).is_dir()
+    recorded = load_config(run_dir / "config.yaml", []) if (run_dir / "config.yaml").is_file() else None
+    resume = (checkpoints.is_dir() and any(checkpoints.glob("step_*.zip"))) or recorded is not None and (
+        recorded.expert_iteration.start is not None or bool(recorded.distil.labels))
     print(f"training {run_dir}" + (" (resuming)" if resume else ""), flush=True)
     return train(load_config(run_dir / "config.yaml" if resume else config, overrides), run_dir, resume=resume,
                  quiet=True, command=command, on_evaluation=on_evaluation)
