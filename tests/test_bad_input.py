@@ -1,4 +1,4 @@
-"""Issue 32: specs that ran code, crafted and damaged checkpoints, and command lines that ended in a traceback.
+"""Hostile input: specs that ran code, crafted and damaged checkpoints, and command lines that ended in a traceback.
 
 Each test fails on the code before the fix: a ``module:attribute`` spec was called while being validated
 (``uno-evaluate sys:exit`` exited 0), a crafted checkpoint allocated gigabytes, a NaN checkpoint played silently,

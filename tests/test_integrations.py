@@ -168,7 +168,7 @@ def test_plain_ppo_learns_to_move_legally_with_the_penalty():
     # Plain PPO (no masks). gamma=0: with so tiny a budget only the move's own cost is learnable in time.
     train_env = IllegalMovePenalty(gym.make("Uno-v0", opponent="random"), penalty=-1.0)
     model = PPO("MlpPolicy", train_env, n_steps=256, batch_size=64, n_epochs=10, learning_rate=3e-3, gamma=0.0,
-                ent_coef=0.0, seed=1)  # seed 0 rose 1.5-fold only on the env's games since issue 10; seed 1 2.5-fold
+                ent_coef=0.0, seed=1)  # seed 0 rose only 1.5-fold on the env's games; seed 1 2.5-fold
     before = legal_probability(model, states, masks)
     model.learn(4096)
     after = legal_probability(model, states, masks)

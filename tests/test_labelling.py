@@ -306,7 +306,7 @@ def test_sigterm_while_labelling_stops_the_same_way(tmp_path: Path):
     process = labelling_run(config, run)
     os.kill(process.pid, signal.SIGTERM)  # the main process alone, as a job scheduler does
     # In the full suite beside a Ray cluster on the other core, 10 s was once too short; 60 s once too, in a fresh
-    # clone's suite with two more busy processes on the two cores (docs/TESTING.md).
+    # clone's suite with two more busy processes on the two cores.
     assert ended_within(process, 120) == 130
     assert "--resume" in process.stderr.read() and group_gone(process.pid)
 

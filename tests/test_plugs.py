@@ -2,7 +2,7 @@
 
 Each learner trains on a tiny budget. At that budget neither actor beats ``random`` measurably: after 120k steps
 (RLlib) and 200k steps (TorchRL) the trained actors won 47.5% and 53.0% against it, their untrained twins 51.0% on the
-same 300 deal pairs, all within the noise (docs/RESULTS.md, "Learners from other libraries"). So the tests hold what
+same 300 deal pairs, all within the noise (docs/results.md). So the tests hold what
 a tiny run must get right and can get wrong:
 
 * every move is legal: the training envs raise on an illegal action (``illegal_action="raise"``), so a mask that

@@ -1,6 +1,6 @@
-"""Issue 11: a run folder no fault breaks, checkpoints that load without running code, interrupts.
+"""A run folder no fault breaks, checkpoints that load without running code, interrupts.
 
-Each test reproduces a failure the issue lists (it fails on the code before the fix): a save cut short,
+Each test reproduces a failure once seen (it fails on the code before the fix): a save cut short,
 torn files in a run folder, crafted checkpoint zips, the run-folder lock's release race, Ctrl-C and
 SIGTERM during training, resuming a finished run, and kill -9 at random moments of a tiny run.
 """
@@ -266,7 +266,7 @@ def _damage(path: Path, name: str) -> None:
 
 def test_resume_sets_aside_a_damaged_data_member_and_records_of_the_wrong_shape(finished: Path, tmp_path: Path,
                                                                               capsys: pytest.CaptureFixture):
-    """Issue 32: a newest checkpoint whose ``data`` is damaged blocked --resume; valid JSON of the wrong shape in
+    """A newest checkpoint whose ``data`` is damaged blocked --resume; valid JSON of the wrong shape in
     evaluations.jsonl or run_info.json stopped it with a KeyError."""
     run = tmp_path / "tiny"
     shutil.copytree(finished, run)
@@ -438,7 +438,7 @@ def test_sigterm_checkpoints_and_leaves_no_workers(tmp_path: Path):
 
 
 def test_a_second_sigterm_does_not_cut_the_first_short(tmp_path: Path):
-    """Issue 32: two SIGTERMs (a service manager's, then an impatient user's) ended the run with -15 or no save."""
+    """Two SIGTERMs (a service manager's, then an impatient user's) ended the run with -15 or no save."""
     run = tmp_path / "run"
     config = tmp_path / "tiny.yaml"
     config.write_text(yaml.safe_dump(tiny(total_timesteps=100_000, eval={"workers": 2, "every": 64})))
@@ -565,7 +565,7 @@ def _running(pid: int) -> bool:
 def test_an_abandoned_pool_with_half_a_result_in_its_pipe_lets_the_process_end():
     """A worker terminated while it writes its result leaves half a message in the pool's result pipe; the pool's
     manager thread then waits for the rest forever, and Python joins that thread at exit: a SIGTERM-stopped labelling
-    run never ended (docs/TESTING.md, stop 26). Here the half message is planted: a header announcing 1,000 bytes, then
+    run never ended. Here the half message is planted: a header announcing 1,000 bytes, then
     10 of them. ``abandon`` must end the manager thread."""
     from train.evaluation.matches import abandon, make_executor
 

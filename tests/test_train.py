@@ -171,7 +171,7 @@ def test_resume_when_already_done_does_nothing(run: Path, tmp_path: Path):
     shutil.copytree(run, resumed)
     train(load_config(resumed / "config.yaml"), resumed, resume=True, command="again", quiet=True)
     info = json.loads((resumed / "run_info.json").read_text())
-    assert [(s["from_step"], s["to_step"]) for s in info["sessions"]] == [(0, 256)]  # issue 11: no repeat
+    assert [(s["from_step"], s["to_step"]) for s in info["sessions"]] == [(0, 256)]  # no repeated session
     assert len(list((resumed / "checkpoints").glob("step_*.zip"))) == 2
     assert len(jsonl(resumed / "evaluations.jsonl")) == 2  # the last checkpoint was evaluated already
 

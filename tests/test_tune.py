@@ -212,7 +212,7 @@ def test_killed_sweep_resumes(ray_session: str, tmp_path: Path):
 
 def test_more_cpus_per_trial_than_the_cluster_has_is_refused(ray_session: str, tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]):
-    """Issue 32: Tune kept such a trial PENDING forever."""
+    """Tune kept such a trial PENDING forever."""
     sweep = write_sweep(tmp_path / "greedy.yaml", cpus_per_trial=100000)
     assert main([str(sweep), "--out", str(tmp_path / "out"), "--address", ray_session]) == 2
     # Ray forwards its workers' log lines, "(run_trial pid=...) ...", to this process's stderr, late: earlier
@@ -240,7 +240,7 @@ def _read(path: Path) -> bytes:
 
 
 def test_sigterm_stops_the_sweep_and_leaves_no_workers(ray_session: str, tmp_path: Path):
-    """Issue 32: SIGTERM aborted uno-tune (status -6), and its trials' worker processes could outlive it."""
+    """SIGTERM aborted uno-tune (status -6), and its trials' worker processes could outlive it."""
     steps = [*TINY, "total_timesteps=30720", "eval.every=512", "checkpoint_every=512", "eval.workers=2",
              "vec_env=subproc"]
     sweep = write_sweep(tmp_path / "long.yaml", trials=1, set=steps)

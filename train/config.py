@@ -238,7 +238,7 @@ class PPOPhaseConfig:
     Masked PPO on the native vector env's compiled games (the loop of ``train.integrations.cleanrl_ppo``, about 30
     times SB3's steps a second here), started from the fitted network and held near it by
     ``kl_coef * KL(pi || pi_0)``. On an expert-iteration generation's 64x64 network, 10M steps against ``rule`` added
-    about 2 points against ``rule`` (docs/RESULTS.md, "A PPO phase on a generation's network"). ``opponent`` is a mix
+    about 2 points against ``rule`` (docs/results.md). ``opponent`` is a mix
     of the compiled players; ``eval_every`` counts updates of ``num_envs * num_steps`` steps. It replaces SB3's PPO
     (``total_timesteps: 0``) and plays without belief features.
     """

@@ -76,7 +76,7 @@ class SearchLabels:
     base player on the seat (the compiled network of a checkpoint, when the base is one) and ``rule`` on the other.
 
     ``belief`` is ``counting``, ``particles`` or ``aware``: the particle filter told that the opponent plays
-    ``rule`` (the policy-aware likelihood, docs/BELIEF.md), which is true of the labelled games when the opponent
+    ``rule`` (the policy-aware likelihood, docs/beliefs.md), which is true of the labelled games when the opponent
     is ``rule``.
 
     ``exploration`` is the search's UCB constant. The default is so large that UCB always picks a least-tried move:
