@@ -440,7 +440,8 @@ def test_ship_makes_a_model_folder_with_its_card(run: Path, tmp_path: Path):
     card = (folder / "README.md").read_text()
     assert card.startswith("# tiny-agent\n")
     assert (run / "final_eval.md").read_text().strip() in card
-    assert "belief features **none**" in card and "warm start: none" in card
+    assert "belief features **none**, made by MaskablePPO" in card and "* MaskablePPO: " in card
+    assert "expert iteration" not in card and "warm start" not in card
     assert f"step {read_settings(run / 'best_model.zip')['steps']:,}" in card
     player = resolve_policy(str(folder))
     assert player.belief == "none" and player.name == "tiny-agent"
@@ -592,3 +593,18 @@ def test_search_leaf_moves_guide_the_labels_once_a_network_is_the_base(tmp_path:
     assert np.array_equal(labels[None][0], labels[0][0], equal_nan=True)
     assert labels[None][1].shape == labels[0][1].shape  # the same positions (the base's moves do not change)...
     assert not np.array_equal(labels[None][1], labels[0][1], equal_nan=True)  # ...valued otherwise
+
+
+def test_a_model_card_names_the_algorithm_that_made_the_network():
+    """The card says expert iteration, distillation or MaskablePPO by what the run's config switched on."""
+    from train.cli.ship import _algorithm, _stages
+
+    expert = {"start": "rule", "generations": 5, "games": 1600, "simulations": 400, "belief": "particles"}
+    config = {"expert_iteration": expert, "distil": {"labels": []}, "total_timesteps": 0}
+    assert _algorithm(config) == "expert iteration"
+    assert _stages(config, {}) == ["* expert iteration: 5 generations of 1,600 games from `rule`, the search at 400 "
+                                   "simulations over its particles belief"]
+    config = {"expert_iteration": {"start": None}, "distil": {"labels": ["a", "b"], "epochs": 30}, "total_timesteps": 0}
+    assert _algorithm(config) == "distillation of expert iteration's labels"
+    assert _stages(config, {}) == ["* distillation: 2 label folders, 30 epochs"]
+    assert _algorithm({"expert_iteration": {"start": None}, "distil": {"labels": []}}) == "MaskablePPO"

@@ -35,18 +35,14 @@ def model_card(name: str, run_dir: Path) -> str:
     settings = read_settings(run_dir / "best_model.zip")
     info = json.loads((run_dir / "run_info.json").read_text())
     final = json.loads((run_dir / "final_eval.json").read_text())
-    env, ppo, policy = config["env"], config["ppo"], config["policy"]
+    env, policy = config["env"], config["policy"]
     belief = env["belief"] + (f" (N = {env['n_particles']})" if env["belief"] == "particles" else "")
-    phases = "; ".join(f"until {p['until']:.0%} of the run: {p['mix']}" for p in config["opponents"])
-    pretrain = config.get("pretrain", {})
-    warm = (f"behaviour cloning of `{pretrain['teacher']}` on {pretrain['games']} games "
-            f"({pretrain['epochs']} epochs; agreement {info['pretrain']['agreement']:.1%} on decisions with a choice)"
-            if pretrain.get("teacher") and "pretrain" in info else "none")
     minutes = info["total_train_seconds"] / 60
     lines = [
         f"# {name}",
         "",
-        f"A MaskablePPO agent for `Uno-v0` with belief features **{belief}**. Use it anywhere a player is named:",
+        f"A network for `Uno-v0` with belief features **{belief}**, made by {_algorithm(config)}. "
+        "Use it anywhere a player is named:",
         "",
         "```bash",
         f".venv/bin/uno-evaluate {name} --opponents random rule",
@@ -63,17 +59,12 @@ def model_card(name: str, run_dir: Path) -> str:
         "",
         f"* config: [`config.yaml`](config.yaml) (`{config['name']}`, seed {config['seed']}); "
         f"reproduce with `.venv/bin/uno-train configs/{config['name']}.yaml`",
-        f"* network: MLP {policy['net_arch']} ({policy['activation']}), separate actor and critic",
-        f"* warm start: {warm}",
-        f"* PPO: {config['total_timesteps']:,} steps over {config['n_envs']} envs, learning rate "
-        f"{ppo['learning_rate']} ({ppo['lr_schedule']}), n_steps {ppo['n_steps']}, batch {ppo['batch_size']}, "
-        f"{ppo['n_epochs']} epochs, gamma {ppo['gamma']}, entropy {ppo['ent_coef']}",
-        f"* opponents: {phases}",
-        f"* shipped checkpoint: the best of the periodic evaluations (step {settings['steps']:,}; "
-        "history in [`evaluations.jsonl`](evaluations.jsonl))",
-        f"* time: {minutes:.1f} minutes of PPO"
-        + (f" plus {info['pretrain']['seconds'] / 60:.1f} of warm start" if "pretrain" in info else "")
-        + f", on {info['machine']} ({len(info['sessions'])} session(s): [`run_info.json`](run_info.json))",
+        f"* network: {policy['actor']} actor, MLP {policy['net_arch']} ({policy['activation']})",
+        *_stages(config, info),
+        f"* shipped checkpoint: step {settings['steps']:,} (evaluations in [`evaluations.jsonl`](evaluations.jsonl) "
+        "when the run had PPO steps)",
+        f"* time: {minutes:.1f} minutes in all, on {info['machine']} ({len(info['sessions'])} session(s): "
+        "[`run_info.json`](run_info.json))",
         *(f"* note on session {i + 1}: {session['note']}" for i, session in enumerate(info["sessions"])
           if "note" in session),
         "",
@@ -87,6 +78,36 @@ def model_card(name: str, run_dir: Path) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _algorithm(config: dict) -> str:
+    """What made the network, in a few words, from the run's resolved config."""
+    if (config.get("expert_iteration") or {}).get("start") is not None:
+        return "expert iteration"
+    if (config.get("distil") or {}).get("labels"):
+        return "distillation of expert iteration's labels"
+    return "MaskablePPO"
+
+
+def _stages(config: dict, info: dict) -> list[str]:
+    """The card's lines for each stage the run went through: expert iteration or distillation, then PPO."""
+    lines = []
+    expert = config.get("expert_iteration") or {}
+    if expert.get("start") is not None:
+        lines.append(f"* expert iteration: {expert['generations']} generations of {expert['games']:,} games from "
+                     f"`{expert['start']}`, the search at {expert['simulations']} simulations over its "
+                     f"{expert['belief']} belief")
+    distil = config.get("distil") or {}
+    if distil.get("labels"):
+        lines.append(f"* distillation: {len(distil['labels'])} label folders, {distil['epochs']} epochs")
+    if config["total_timesteps"]:
+        ppo = config["ppo"]
+        phases = "; ".join(f"until {p['until']:.0%} of the run: {p['mix']}" for p in config["opponents"])
+        lines.append(f"* MaskablePPO: {config['total_timesteps']:,} steps over {config['n_envs']} envs, learning rate "
+                     f"{ppo['learning_rate']} ({ppo['lr_schedule']}), n_steps {ppo['n_steps']}, batch "
+                     f"{ppo['batch_size']}, {ppo['n_epochs']} epochs, gamma {ppo['gamma']}, entropy {ppo['ent_coef']}; "
+                     f"opponents: {phases}")
+    return lines
 
 
 def ship(run_dir: str | Path, name: str, models_dir: Path = MODELS_DIR) -> Path:
