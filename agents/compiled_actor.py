@@ -6,11 +6,11 @@ and computed in numba) and :func:`~agents.actor_kernels.actor_simulate` (a playo
 :func:`value_params` reads the critic the same way, for :func:`~agents.actor_kernels.value_of` (the search's leaf
 values, :mod:`agents.search`). :func:`compiled_opponent` seats the actor as the opponent of the native vector env.
 
-Why a second forward pass besides torch's: rollout labels (:mod:`train.training.rollout_values`) continue
-millions of simulated games with the improved player; a torch call per move costs tens of microseconds of
-dispatch for a few hundred thousand multiply-adds, so the playouts would spend their time in Python. The tests
-(tests/test_compiled_actor.py, tests/test_guided_search.py) hold the two forward passes to the same moves and
-values.
+Why a second forward pass besides torch's: the search that labels expert iteration's generations
+(:mod:`agents.search`) continues millions of simulated games with the improved player; a torch call per move costs
+tens of microseconds of dispatch for a few hundred thousand multiply-adds, so the playouts would spend their time in
+Python. The tests (tests/test_compiled_actor.py, tests/test_guided_search.py) hold the two forward passes to the same
+moves and values.
 
 Only networks trained with ``belief="none"`` compile: the belief trackers are not compiled code.
 """
