@@ -173,3 +173,12 @@ def test_env_and_players_without_a_network_need_no_torch(tmp_path: Path):
     result = run([sys.executable, "-c", code], tmp_path, timeout=240)
     lines = result.stdout.splitlines()
     assert lines[0].startswith("env ") and lines[1].startswith("match ") and lines[-1] == "torch-free", lines
+
+
+def test_the_programs_without_the_train_extra_name_it():
+    """With torch missing, a program stops with the install command of the ``train`` extra, not a traceback."""
+    code = "import sys; sys.modules['torch'] = None\nfrom train.cli.evaluate import main"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert result.stderr.strip() == ("uno-rl's command-line programs need the training extra: pip install "
+                                     "'uno-rl[train]' (missing: torch)")
