@@ -31,7 +31,7 @@ RULES = {
     "self_play.pool_size": "positive",
     "expert_iteration.games": "positive", "expert_iteration.generations": "positive",
     "expert_iteration.epochs": "positive", "expert_iteration.learning_rate": "positive",
-    "expert_iteration.batch_size": "positive", "expert_iteration.base_bonus": "non_negative",
+    "expert_iteration.batch_size": "positive",
     "expert_iteration.simulations": "positive", "expert_iteration.leaf_moves": "non_negative",
     "expert_iteration.shard_games": "positive", "expert_iteration.window": "positive",
     "expert_iteration.last_window": "positive", "expert_iteration.gate_pairs": "non_negative",

@@ -42,7 +42,7 @@ def _greedy_moves(model, observations: np.ndarray, legal: np.ndarray) -> np.ndar
     return np.where(legal, logits, -np.inf).argmax(axis=1)
 
 
-def test_fit_learns_the_best_move_and_the_bonus_pulls_toward_the_rule_move():
+def test_fit_learns_the_best_move():
     observations, values, moves = collect(games=30, seed=4, belief="none", base="rule", search=FEW)
     legal = observations[:, 54:115] > 0.5
     # Synthetic labels: a fixed preferred move (the highest legal id) is worth +0.5, every other legal move 0.
@@ -53,9 +53,6 @@ def test_fit_learns_the_best_move_and_the_bonus_pulls_toward_the_rule_move():
     plain = _greedy_moves(model, observations, legal)
     assert (plain == best).mean() > 0.9
     assert metrics["held_out_value_of_network_move"] >= metrics["held_out_value_of_base_move"]
-    # A bonus larger than any gain moves the network toward the rule player's moves.
-    biased, _ = fit(observations, synthetic, moves, epochs=40, seed=0, base_bonus=1.0)
-    assert (_greedy_moves(biased, observations, legal) == moves).mean() > (plain == moves).mean() + 0.2
 
 
 def test_a_random_base_plays_varied_moves_and_labels_replay_for_a_seed():

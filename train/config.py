@@ -95,7 +95,7 @@ class EnvConfig:
     first_player: Literal["agent", "opponent", "random"] = "random"
     n_particles: int = field(default=200, metadata=_check(_bounded(1, 100_000)))
     max_episode_steps: int = field(default=1000, metadata=_check(_bounded(1, 10_000_000)))
-    # See train.training.trainer.CardCountShaping.
+    # See train.training.sb3_ppo.CardCountShaping.
     reward_shaping: float = field(default=0.0, metadata=_check(_non_negative))
 
 
@@ -186,10 +186,9 @@ class ExpertIterationConfig:
     a player (a name or a checkpoint without belief features) or ``self``: one of the generations' players so far,
     drawn evenly. The search's own model of the opponent stays ``rule``, so ``aware`` is refused with anything else.
 
-    The fit: ``epochs`` of Adam at ``learning_rate`` in batches of ``batch_size``; ``base_bonus`` is added to the
-    value of the player's own move in the targets; ``centred`` (the run's network only) fits each position's values
-    less their mean over its legal moves, ``cosine`` anneals the learning rate to 0 along a half cosine
-    (:func:`~train.training.fit.fit_values`).
+    The fit: ``epochs`` of Adam at ``learning_rate`` in batches of ``batch_size``; ``centred`` (the run's network
+    only) fits each position's values less their mean over its legal moves, ``cosine`` anneals the learning rate to
+    0 along a half cosine (:func:`~train.training.fit.fit_values`).
     """
 
     start: str | None = None
@@ -210,7 +209,6 @@ class ExpertIterationConfig:
     centred: bool = False
     cosine: bool = False
     opponent: dict[str, float] = field(default_factory=lambda: {"rule": 1.0})
-    base_bonus: float = field(default=0.0, metadata=_check(_non_negative))
 
 
 @dataclass

@@ -42,6 +42,6 @@ def distil(model: Any, config: TrainConfig, labels: labelling.Labels, log: Epoch
     fit's held-out metrics and the number of ``positions``."""
     settings = config.distil
     observations, values, moves = labels
-    metrics = fit_values(model.policy, observations, values, moves, settings.epochs, config.seed, 0.0,
+    metrics = fit_values(model.policy, observations, values, moves, settings.epochs, config.seed,
                          settings.learning_rate, settings.batch_size, settings.centred, settings.cosine, log)
     return {**metrics, "positions": len(moves)}

@@ -165,9 +165,9 @@ def _fit(model: Any, config: TrainConfig, own_network: bool, observations: np.nd
     """Fit a generation's network (a small featureless one, or ``model``); it and the fit's metrics."""
     settings = config.expert_iteration
     if own_network:  # a small featureless network, the next generation's player (config.ExpertIterationConfig)
-        return fit(observations[:, :BASE_SIZE], values, moves, settings.epochs, seed, settings.base_bonus, "none",
+        return fit(observations[:, :BASE_SIZE], values, moves, settings.epochs, seed, "none",
                    settings.generation_net_arch, "relu", settings.learning_rate, settings.batch_size, log=log)
-    return model, fit_values(model.policy, observations, values, moves, settings.epochs, seed, settings.base_bonus,
+    return model, fit_values(model.policy, observations, values, moves, settings.epochs, seed,
                              settings.learning_rate, settings.batch_size, settings.centred, settings.cosine, log)
 
 

@@ -29,13 +29,11 @@ EpochLog = Callable[[dict[str, float]], None]
 
 
 def fit_values(policy: Any, observations: np.ndarray, values: np.ndarray, base_moves: np.ndarray, epochs: int,
-               seed: int, base_bonus: float = 0.0, learning_rate: float = 1e-3, batch_size: int = 512,
+               seed: int, learning_rate: float = 1e-3, batch_size: int = 512,
                centred: bool = False, cosine: bool = False, log: EpochLog | None = None) -> dict[str, float]:
     """Fit a MaskablePPO policy's logits to ``SCALE`` x the move values, its critic to the base move's value.
 
-    ``base_bonus`` is added to the value of the base player's move in the targets: another move must look that
-    much better to be played, so noise in the estimates does not replace a base move by an equal one. The
-    critic learns the value of the position under the base player (the label of its move).
+    The critic learns the value of the position under the base player (the label of its move).
     ``centred`` fits the logits to each position's values less their mean over its legal moves: the differences
     between moves, all a player acts on, without the position's level (the critic's target keeps it). ``cosine``
     anneals the learning rate from ``learning_rate`` to 0 along a half cosine over the epochs. A tenth of the
@@ -49,8 +47,6 @@ def fit_values(policy: Any, observations: np.ndarray, values: np.ndarray, base_m
     targets = torch.from_numpy(np.nan_to_num(values).astype(np.float32) * SCALE)
     level = torch.from_numpy(np.nanmean(values, axis=1).astype(np.float32) * SCALE * centred)[:, None]
     moves = torch.from_numpy(np.asarray(base_moves, dtype=np.int64))
-    bonus = torch.zeros_like(targets)
-    bonus[torch.arange(len(bonus)), moves] = base_bonus * SCALE
     inputs = torch.from_numpy(observations)
     order = np.random.default_rng(seed).permutation(len(inputs))
     held, train = torch.from_numpy(order[:len(order) // 10]), torch.from_numpy(order[len(order) // 10:])
@@ -61,7 +57,7 @@ def fit_values(policy: Any, observations: np.ndarray, values: np.ndarray, base_m
         return policy.action_net(policy.mlp_extractor.forward_actor(policy.extract_features(inputs[rows])))
 
     def loss(rows: torch.Tensor) -> torch.Tensor:
-        return ((logits(rows) - targets[rows] - bonus[rows] + level[rows]) ** 2)[legal[rows]].mean() / SCALE**2
+        return ((logits(rows) - targets[rows] + level[rows]) ** 2)[legal[rows]].mean() / SCALE**2
 
     def critic_loss(rows: torch.Tensor) -> torch.Tensor:
         value = policy.value_net(policy.mlp_extractor.forward_critic(policy.extract_features(inputs[rows])))
@@ -112,11 +108,11 @@ def new_network(belief: BeliefKind, net_arch: Sequence[int], activation: str, ac
 
 
 def fit(observations: np.ndarray, values: np.ndarray, base_moves: np.ndarray, epochs: int, seed: int,
-        base_bonus: float = 0.0, belief: BeliefKind = "none",
+        belief: BeliefKind = "none",
         net_arch: Sequence[int] = (256, 256), activation: str = "tanh", learning_rate: float = 1e-3,
         batch_size: int = 512, actor: str = "mlp", centred: bool = False,
         cosine: bool = False, log: EpochLog | None = None) -> tuple[MaskablePPO, dict[str, float]]:
     """A new network (:func:`new_network`) fitted by :func:`fit_values`; it and its metrics."""
     model = new_network(belief, net_arch, activation, actor, seed)
-    return model, fit_values(model.policy, observations, values, base_moves, epochs, seed, base_bonus, learning_rate,
+    return model, fit_values(model.policy, observations, values, base_moves, epochs, seed, learning_rate,
                              batch_size, centred, cosine, log)
