@@ -36,9 +36,6 @@ RULES = {
     "expert_iteration.shard_games": "positive", "expert_iteration.window": "positive",
     "expert_iteration.last_window": "positive", "expert_iteration.gate_pairs": "non_negative",
     "distil.epochs": "positive", "distil.learning_rate": "positive", "distil.batch_size": "positive",
-    "ppo_phase.steps": "non_negative", "ppo_phase.kl_coef": "non_negative", "ppo_phase.learning_rate": "positive",
-    "ppo_phase.ent_coef": "non_negative", "ppo_phase.num_envs": "positive", "ppo_phase.num_steps": "positive",
-    "ppo_phase.update_epochs": "positive", "ppo_phase.eval_every": "non_negative",
     "eval.every": "non_negative", "eval.pairs": "positive", "eval.final_pairs": "non_negative",
     "eval.workers": "positive", "eval.belief_games": "non_negative",
 }

@@ -1,7 +1,7 @@
 """The training config: a dataclass schema read from YAML, with errors that name the key and the value.
 
 A run is expert iteration (``expert_iteration``), distillation of finished generations (``distil``), SB3's
-MaskablePPO (``total_timesteps``, ``ppo``, ``opponents``), or expert iteration followed by PPO (``ppo_phase``).
+MaskablePPO (``total_timesteps``, ``ppo``, ``opponents``), or expert iteration followed by MaskablePPO.
 Every key is optional except where the schema has no default; ``configs/default.yaml`` shows the common ones with
 comments. :func:`load_config` reads a file, applies ``--set key.path=value`` overrides, and validates;
 :func:`config_to_dict` gives the resolved config a run records.
@@ -30,9 +30,6 @@ from uno_env.belief import BeliefKind
 from uno_env.cards import short_repr
 from uno_env.core import COMPILED_PLAYERS as NATIVE_OPPONENTS
 from uno_env.vector import MAX_WEIGHT
-
-#: Minibatches per PPO-phase update (``train.integrations.cleanrl_ppo``'s default).
-PHASE_MINIBATCHES = 4
 
 #: What a config (or a run folder's config.yaml) of the earlier schema is told: the section's new name and keys.
 RENAMED = ("the section is now 'expert_iteration', with start (was teacher), generations (rounds), simulations "
@@ -230,29 +227,6 @@ class DistilConfig:
 
 
 @dataclass
-class PPOPhaseConfig:
-    """A PPO phase after expert iteration or distillation (:mod:`train.training.ppo_phase`); off while ``steps`` is 0.
-
-    Masked PPO on the native vector env's compiled games (the loop of ``train.integrations.cleanrl_ppo``, about 30
-    times SB3's steps a second here), started from the fitted network and held near it by
-    ``kl_coef * KL(pi || pi_0)``. On an expert-iteration generation's 64x64 network, 10M steps against ``rule`` added
-    about 2 points against ``rule`` (docs/results.md). ``opponent`` is a mix
-    of the compiled players; ``eval_every`` counts updates of ``num_envs * num_steps`` steps. It replaces SB3's PPO
-    (``total_timesteps: 0``) and plays without belief features.
-    """
-
-    steps: int = field(default=0, metadata=_check(_bounded(0, 10**11)))
-    opponent: dict[str, float] = field(default_factory=lambda: {"rule": 1.0})
-    kl_coef: float = field(default=0.1, metadata=_check(_non_negative))
-    learning_rate: float = field(default=1e-4, metadata=_check(_at_most(1.0)))
-    ent_coef: float = field(default=0.0, metadata=_check(_non_negative))
-    num_envs: int = field(default=256, metadata=_check(_bounded(1, 4096)))
-    num_steps: int = field(default=32, metadata=_check(_bounded(1, 4096)))
-    update_epochs: int = field(default=4, metadata=_check(_bounded(1, 100)))
-    eval_every: int = field(default=100, metadata=_check(_non_negative))
-
-
-@dataclass
 class EvalConfig:
     """Evaluation during and after training (paired, seat-balanced: see ``train.evaluation.matches``)."""
 
@@ -269,7 +243,7 @@ class EvalConfig:
 class TrainConfig:
     """Everything a training run needs (see ``configs/default.yaml`` for a commented example)."""
 
-    total_timesteps: int = field(metadata=_check(_non_negative))  # 0: no SB3 PPO (expert iteration, distil, ppo_phase)
+    total_timesteps: int = field(metadata=_check(_non_negative))  # 0: no PPO (expert iteration or distil alone)
     name: str = "run"
     seed: int = field(default=0, metadata=_check(_seed))
     n_envs: int = field(default=8, metadata=_check(_bounded(1, 1024)))
@@ -286,7 +260,6 @@ class TrainConfig:
     self_play: SelfPlayConfig = field(default_factory=SelfPlayConfig)
     expert_iteration: ExpertIterationConfig = field(default_factory=ExpertIterationConfig)
     distil: DistilConfig = field(default_factory=DistilConfig)
-    ppo_phase: PPOPhaseConfig = field(default_factory=PPOPhaseConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
 
     def uses_self_play(self) -> bool:
@@ -448,9 +421,9 @@ def _validate(config: TrainConfig) -> None:
         raise ConfigError(f"opponents[{len(config.opponents) - 1}].until must be 1.0 (the last phase ends the run), "
                           f"got {previous!r}")
     expert, distil = config.expert_iteration.start is not None, bool(config.distil.labels)
-    if config.total_timesteps == 0 and not (expert or distil or config.ppo_phase.steps):
+    if config.total_timesteps == 0 and not (expert or distil):
         raise ConfigError("total_timesteps 0 trains nothing: set expert_iteration.start, distil.labels, "
-                          "ppo_phase.steps, or total_timesteps > 0")
+                          "or total_timesteps > 0")
     if expert and distil:
         raise ConfigError(f"a run either runs expert iteration or distils finished generations: set "
                           f"expert_iteration.start to null or distil.labels to [], got start "
@@ -458,8 +431,6 @@ def _validate(config: TrainConfig) -> None:
     _validate_expert_iteration(config)
     if config.vec_env == "native":
         _validate_native(config)
-    if config.ppo_phase.steps:
-        _validate_ppo_phase(config)
     if config.policy.init is not None and checkpoint_path(config.policy.init) is None:
         raise ConfigError(f"policy.init must name a checkpoint (a shipped agent or a .zip file), got "
                           f"{short_repr(config.policy.init)}")
@@ -528,28 +499,6 @@ def _validate_native(config: TrainConfig) -> None:
         raise ConfigError(f"env.belief must be 'none' or 'counting' with vec_env 'native', got {config.env.belief!r}")
     if config.env.reward_shaping:
         raise ConfigError(f"env.reward_shaping must be 0 with vec_env 'native', got {config.env.reward_shaping!r}")
-
-
-def _validate_ppo_phase(config: TrainConfig) -> None:
-    """The PPO phase runs on the native vector env (compiled players, no belief features) instead of SB3's PPO."""
-    phase = config.ppo_phase
-    if config.total_timesteps:
-        raise ConfigError(f"ppo_phase.steps replaces SB3's PPO: set total_timesteps to 0, got "
-                          f"{config.total_timesteps:,}")
-    if config.env.belief != "none":
-        raise ConfigError(f"env.belief must be 'none' with ppo_phase (the native vector env's games), got "
-                          f"{config.env.belief!r}")
-    for name, weight in phase.opponent.items():
-        if name not in NATIVE_OPPONENTS:
-            raise ConfigError(f"ppo_phase.opponent.{name}: the phase plays only the compiled players "
-                              f"{', '.join(map(repr, NATIVE_OPPONENTS))}, got {name!r}")
-        if not 0 <= weight <= MAX_WEIGHT:
-            raise ConfigError(f"ppo_phase.opponent.{name} must be between 0 and {MAX_WEIGHT:g}, got {weight!r}")
-    if not phase.opponent or sum(phase.opponent.values()) <= 0:
-        raise ConfigError(f"ppo_phase.opponent must give some compiled player a weight > 0, got {phase.opponent!r}")
-    if phase.num_envs * phase.num_steps % PHASE_MINIBATCHES:
-        raise ConfigError(f"ppo_phase.num_envs * ppo_phase.num_steps must be a multiple of {PHASE_MINIBATCHES} (the "
-                          f"minibatches of an update), got {phase.num_envs * phase.num_steps:,}")
 
 
 def parse_config(data: Any) -> TrainConfig:

@@ -12,7 +12,8 @@ Two additions over the textbook loop, both off by default:
   expert-iteration network) instead of a fresh one: actor, critic and architecture come from the file, whether
   its actor has per-action rows or is an afterstate scorer (:mod:`agents.afterstate`).
 * ``--kl-coef C`` adds ``C * KL(pi || pi_0)`` to the loss, pi_0 being the starting actor, so PPO improves on a
-  distilled policy without first forgetting it (the "PPO phase" of docs/training.md).
+  distilled policy without first forgetting it (on the strongest network it added nothing against ``rule``:
+  docs/results.md).
 
 The network is Stable-Baselines3's ``MaskableActorCriticPolicy`` (its actor ``mlp_extractor.policy_net`` +
 ``action_net``, its critic ``mlp_extractor.value_net`` + ``value_net``): the loop uses the modules, not SB3's

@@ -74,13 +74,13 @@ def more_generations(config: TrainConfig, run_dir: Path) -> bool:
     extended): a ``ConfigError`` names the first that differs. Fewer generations are left to
     :func:`check_unchanged`.
     """
-    if not (run_dir / "config.yaml").is_file() or config.total_timesteps or config.ppo_phase.steps \
+    if not (run_dir / "config.yaml").is_file() or config.total_timesteps \
             or config.expert_iteration.start is None \
             or not any((run_dir / "checkpoints").glob("step_*.zip")):  # no checkpoint: stopped in expert iteration
         return False
     recorded = load_config(run_dir / "config.yaml", [])
     generations = config.expert_iteration.generations
-    if recorded.total_timesteps or recorded.ppo_phase.steps or generations < recorded.expert_iteration.generations \
+    if recorded.total_timesteps or generations < recorded.expert_iteration.generations \
             or generation_path(run_dir / FOLDER, generations, ".json").is_file():
         return False
     change = _change(recorded.expert_iteration, config.expert_iteration, growing=True)

@@ -6,8 +6,8 @@
 2. build the training envs and the network (:mod:`train.training.sb3_ppo`);
 3. fit the network: expert iteration's generations (:mod:`train.training.expert_iteration`) or the distillation of
    finished generations (:mod:`train.training.distil`); the result is checkpoint ``step_000000000.zip``;
-4. a PPO phase (:mod:`train.training.ppo_phase`) or SB3's MaskablePPO for ``total_timesteps`` steps, with
-   checkpoints and evaluations (:class:`~train.training.sb3_ppo.RunCallback`);
+4. SB3's MaskablePPO for ``total_timesteps`` steps, with checkpoints and evaluations
+   (:class:`~train.training.sb3_ppo.RunCallback`);
 5. the final evaluation of ``best_model.zip`` on fresh deals.
 
 A run writes everything to one folder::
@@ -22,7 +22,6 @@ A run writes everything to one folder::
     RUN_DIR/run_info.json        wall time, steps/s and the machine, per session
     RUN_DIR/tb/                  TensorBoard events (:mod:`train.training.tensorboard`)
     RUN_DIR/expert_iteration/    the generations: label shards, networks, records
-    RUN_DIR/ppo_phase/           the PPO phase, when the config has one; its checkpoint is step_<its steps>.zip
 
 :func:`train` resumes from the last checkpoint when asked, or continues expert iteration where it stopped. The
 opponent schedule and self-play pool are functions of the step counter and the checkpoint folder, so a resumed run
@@ -54,7 +53,6 @@ from train.training.distil import distil, read_labels
 from train.training.expert_iteration import FOLDER, check_resumable, run_expert_iteration
 from train.training.labelling import Workers
 from train.training.opponent_mix import opponent_belief
-from train.training.ppo_phase import run_ppo_phase
 from train.training.run_folder import SessionRecord, finished, repair_records, resume_checkpoint, run_lock
 from train.training.sb3_ppo import (
     EvaluationHook,
@@ -183,12 +181,9 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
         else:
             callback.save_checkpoint()
 
-    # 4. PPO: a phase on the native vector env, or SB3's MaskablePPO.
+    # 4. SB3's MaskablePPO.
     try:
         callback.sync_opponents()
-        if config.ppo_phase.steps and model.num_timesteps == 0:  # not yet done: the phase's checkpoint has steps
-            callback.save_checkpoint()  # step 0, the phase's start, which a resume reloads
-            model.num_timesteps = run_ppo_phase(model, config, run_dir, quiet)
         remaining = config.total_timesteps - model.num_timesteps
         if remaining > 0:
             model.learn(remaining, callback=callback, tb_log_name="ppo", reset_num_timesteps=not resume,
@@ -205,11 +200,8 @@ def _train(config: TrainConfig, run_dir: Path, resume: bool, command: str | None
         callback.close(at_once=True)  # the workers first: they may be dead already (a terminal's Ctrl-C reaches them)
         saved = callback.save_checkpoint()
         record.update(int(model.num_timesteps))
-        phase = run_dir / "ppo_phase" / "state.pt"
-        where = f"in the PPO phase; its last checkpoint is {phase}" if model.num_timesteps == 0 and phase.exists() \
-            else f"at step {model.num_timesteps:,}; saved {saved}"
-        raise TrainingInterrupted(f"training interrupted {where}. Continue with: "
-                                  f"uno-train --resume {shlex.quote(str(run_dir))}") from None
+        raise TrainingInterrupted(f"training interrupted at step {model.num_timesteps:,}; saved {saved}. "
+                                  f"Continue with: uno-train --resume {shlex.quote(str(run_dir))}") from None
     finally:
         callback.close()
         model.logger.close()  # TensorBoard's files complete before the run returns (a reader may open them next)
