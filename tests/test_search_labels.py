@@ -97,6 +97,12 @@ def test_search_labels_roll_out_the_base_player_on_its_seat_and_rule_on_the_othe
     base = BasePlayer(save_model(model, tmp_path / "round.zip", {"belief": "none", "config": "test", "steps": 0}))
     player = SearchLabels().player(base)
     assert player._actor is base.params and player._compiled_rollout[1] == core.RULE_POLICY
+    # Guided (leaf_moves): the network's critic scores the leaves; a built-in base has none, so its search plays out.
+    guided = SearchLabels(leaf_moves=4).player(base)
+    assert guided.value is base.value and guided.value is not None and guided.leaf_moves == 4
+    unguided = SearchLabels(leaf_moves=4).player(BasePlayer("rule"))
+    assert unguided.value is None and unguided.leaf_moves is None
+    assert SearchLabels().player(base).value is None
 
 
 def test_a_search_budget_below_the_legal_moves_leaves_the_unsimulated_moves_unlabelled():
