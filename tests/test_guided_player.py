@@ -9,6 +9,7 @@ from agents.compiled_actor import actor_params, value_params
 from agents.guided import guided_search
 from agents.ppo import PPOPolicy
 from agents.search import SearchPolicy
+from uno_env import core
 from uno_env.match import play_game
 from uno_env.opponents import RulePolicy
 from uno_env.policy import make_policy
@@ -48,7 +49,7 @@ def test_the_name_builds_the_measured_player():
     assert isinstance(player, SearchPolicy)
     assert (player.simulations, player.belief, player.n_particles, player.opponent_model, player.leaf_moves) \
         == (1_800, "particles", 500, "learned", 4)
-    assert player.prior is None and player.opponent_rollout_policy.compiled_player == "rule"
+    assert player.prior is None and player._compiled_rollout[1] == core.RULE_POLICY
     for built, shipped in ((player._actor, actor_params(network)), (player.value, value_params(network))):
         assert all(np.array_equal(a, b) for a, b in zip(built[0], shipped[0], strict=True))  # the layers' weights
 
