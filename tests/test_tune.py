@@ -113,7 +113,8 @@ def test_shipped_sweeps_are_valid():
     shipped = sorted((ROOT / "configs" / "sweeps").glob("*.yaml"))
     assert [path.name for path in shipped] == ["default-seeds.yaml"]
     seeds = load_sweep(shipped[0])
-    assert [d.values for d in seeds.space] == [[0, 1, 2]] and seeds.base_config().expert_iteration.generations == 5
+    assert [d.values for d in seeds.space] == [[0, 1, 2]] and seeds.base == ROOT / "configs" / "default.yaml"
+    assert seeds.base_config().name == "default" and seeds.base_config().expert_iteration.start == "rule"
 
 
 def test_comparison_table_over_seeds(tmp_path: Path):
