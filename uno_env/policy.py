@@ -29,7 +29,8 @@ in ``compiled_player`` (a name of :data:`uno_env.core.COMPILED_PLAYERS`), so the
 player draws no random number (:data:`uno_env.core.DETERMINISTIC_PLAYERS`: ``rule``), the policy has nothing to
 seed: its seat derives no seed for it and calls ``reset(None)`` (:attr:`uno_env.seat.Seat.reads_seed`).
 
-Policies by name (:func:`make_policy`): ``"random"`` and ``"rule"`` (:mod:`uno_env.opponents`) are built in;
+Policies by name (:func:`make_policy`): ``"random"`` and ``"rule"`` (:mod:`uno_env.opponents`) and the opponent styles
+(:mod:`uno_env.styles`: ``"hold-wilds"``, ``"noisy-rule"``, ...) are built in;
 :func:`register_policy` adds names. Packages above ``uno_env`` add theirs through the entry-point groups
 :data:`POLICY_GROUP` (a name and its ``"module:attribute"`` factory) and :data:`CATALOGUE_GROUP` (a function
 listing further names), declared in their ``pyproject.toml`` and read from the installed metadata: this project's
@@ -49,6 +50,7 @@ from typing import Protocol, runtime_checkable
 
 from uno_env.belief import BELIEF_KINDS, BeliefKind
 from uno_env.opponents import RandomPolicy, RulePolicy
+from uno_env.styles import STYLES
 from uno_env.view import PublicView
 
 
@@ -117,7 +119,7 @@ CATALOGUE_GROUP = "uno_rl.policy_catalogues"
 TRAINING_MODULES = frozenset({"torch", "stable_baselines3", "sb3_contrib", "tensorboard"})
 
 #: Name -> factory, or "module:attribute" of one, imported when the name is first built.
-_REGISTRY: dict[str, Factory | str] = {"random": RandomPolicy, "rule": RulePolicy}
+_REGISTRY: dict[str, Factory | str] = {"random": RandomPolicy, "rule": RulePolicy, **STYLES}
 
 
 def register_policy(name: str, factory: Factory | str) -> None:
