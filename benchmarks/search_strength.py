@@ -48,7 +48,6 @@ from typing import Any
 
 import numpy as np
 import torch
-import unseen_opponents  # noqa: F401 (registers the unseen-style opponents' names)
 
 from agents.compiled_actor import actor_params, value_params
 from agents.ppo import PPOPolicy
