@@ -15,6 +15,7 @@ from uno_env.belief.tracker import Decision
 from uno_env.cards import DRAW_ACTION
 from uno_env.match import play_game
 from uno_env.opponents import RandomPolicy, RulePolicy
+from uno_env.policy import make_policy
 from uno_env.view import PublicView
 
 
@@ -135,6 +136,7 @@ def test_the_true_hand_is_never_impossible_in_soak_games():
     (lambda: LearnedOpponent((RuleModel(), RandomModel()), prior=(1.0, 0.0)), "prior must be 2 positive weights"),
     (lambda: LearnedOpponent(share=1.0), "share must be a number in [0, 1)"),
     (lambda: LearnedOpponent(share=-0.1), "share must be a number in [0, 1)"),
+    (lambda: LearnedOpponent(catch_all="uniform"), "catch_all must be 'plain' or 'random'"),
     (lambda: make_belief("particles", rng=np.random.default_rng(0), opponent_model="learnt"),
      "unknown opponent_model 'learnt'"),
     (lambda: make_belief("counting", rng=np.random.default_rng(0), opponent_model="learned"),
@@ -167,3 +169,48 @@ def test_the_search_player_draws_its_worlds_from_the_learned_filter():
     assert isinstance(tracker, TrajectoryBelief) and isinstance(tracker.model, LearnedOpponent)
     assert searcher.opponent_policy is None and len(tracker.play_weights()) > 0
     assert np.isclose(tracker.model_weights().sum(), 1.0)
+
+
+def test_the_plain_filter_answers_for_the_catch_all_candidate():
+    """Against a player no candidate describes (it keeps its wilds), the uniform candidate takes the weight and the
+    answers become the plain filter's: ``plain_share`` is that weight, and the answers mix in the plain filter's
+    by it. With ``catch_all="random"`` the uniform candidate answers itself and the plain filter has no share."""
+    for catch_all, expect_share in (("plain", True), ("random", False)):
+        belief = TrajectoryBelief(200, np.random.default_rng(1), model=LearnedOpponent(catch_all=catch_all))
+        tracked = _Tracked(RulePolicy(), belief, check=True)
+        play_game((tracked, make_policy("hold-wilds")), 1, 0)
+        weights = belief.model_weights()
+        assert weights[2] > 0.5, weights
+        # The share is the uniform weight among the candidates the answers use: at least its weight among all.
+        assert (belief.plain_share() >= weights[2] - 1e-12) if expect_share else belief.plain_share() == 0.0
+    only_uniform = TrajectoryBelief(100, np.random.default_rng(2), model=LearnedOpponent((RandomModel(),)))
+    play_game((_Tracked(RulePolicy(), only_uniform, check=True), RulePolicy()), 2, 1)
+    assert only_uniform.plain_share() == 1.0
+
+
+class _Starts(_Tracked):
+    """Plays ``rule``; records the model weights right after the deal, before any play."""
+
+    def __init__(self, belief: TrajectoryBelief) -> None:
+        super().__init__(RulePolicy(), belief)
+        self.first: np.ndarray | None = None
+
+    def observe_start(self, view: PublicView) -> None:
+        super().observe_start(view)
+        self.first = self.belief.model_weights()
+
+
+def test_a_match_carries_what_was_learned_to_the_next_game():
+    """Told it meets the same opponent again, the filter starts the next game from the weights the last one ended
+    with (before any play of the new game); not told, it starts from the prior."""
+    ends = []
+    for again in (True, False):
+        belief = TrajectoryBelief(200, np.random.default_rng(4), model=LearnedOpponent())
+        play_game((_Tracked(RulePolicy(), belief), RulePolicy()), 4, 0)
+        ends.append(belief.model_weights())
+        if again:
+            belief.same_opponent_again()
+        starts = _Starts(belief)
+        play_game((starts, RulePolicy()), 5, 1)
+        assert np.allclose(starts.first, ends[-1] if again else belief.model.prior), (again, starts.first)
+    assert ends[0][2] < 0.1, "the rule player was learned in the first game"

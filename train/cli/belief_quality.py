@@ -52,12 +52,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="--exact: the most possible hands enumerated (memory grows with it)")
     parser.add_argument("--figure", default=None, help="played games: save the log-loss by phase as this PNG")
     parser.add_argument("--workers", type=_positive, default=1, help="processes (results do not depend on it)")
+    parser.add_argument("--match", type=_positive, default=1,
+                        help="played games: games in a row against the same opponent, the learned opponent model "
+                             "carrying what it learned from one to the next (default 1: each game alone)")
     args = parser.parse_args(argv)
     for role in ("tracked", "opponent"):
         try:
             make_policy(getattr(args, role))
         except ValueError:
             parser.error(f"--{role} {getattr(args, role)!r}: unknown policy; known: {', '.join(policy_names())}")
+    if args.exact and args.match > 1:
+        parser.error("--match is for played games, not --exact's positions")
     if args.exact and 2 * args.hands + args.deck > 99:  # 9 discarded cards always include a coloured top card
         parser.error(f"--hands {args.hands} and --deck {args.deck} leave fewer than 9 cards for the discard pile")
 
@@ -77,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{used.sum()} of {args.games} positions enumerable, {result.counts.sum()} decisions scored "
               f"(mean {result.counts[used].mean():.1f} per game); {result.seconds:.0f} s")
     else:
-        result = measure_quality(**common)
+        result = measure_quality(match=args.match, **common)
         print(f"{args.games} games, {result.counts.sum()} decisions of the tracked seat scored "
               f"(mean {result.counts.mean():.1f} per game); {result.seconds:.0f} s")
     print(result.table())

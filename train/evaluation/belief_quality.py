@@ -18,6 +18,10 @@ game by this measuring code, never by a tracker) is scored under each belief's m
   belief gives the true hand no mass (the ``zero`` column counts those decisions);
 * ``miss``: the share of types whose true count had probability below :data:`CLIP`.
 
+With ``match`` above 1 the games go in matches of that many against the same opponent: every tracker is kept
+from a match's first game to its last, and between games a tracker that can (a learned opponent model's,
+``same_opponent_again``) is told that it meets the same opponent again.
+
 Means are over decisions. Decisions of one game are correlated, so standard errors treat games as clusters
 (the ratio estimator's cluster-robust error, :func:`cluster_mean`), and the paired difference tracker minus
 counting is computed decision by decision on the same decisions, with its 95% interval (mean +- 1.96 SE).
@@ -169,14 +173,21 @@ def _game_seeds(seed: int, games: int) -> np.ndarray:
 
 
 def _played_games(tracked: str, opponent: str, spec_args: dict[str, Any], seeds: list[int],
-                  firsts: list[int]) -> tuple[np.ndarray, ...]:
+                  firsts: list[int], match: int = 1) -> tuple[np.ndarray, ...]:
     """Per game: summed scores (G x B x 5), decisions (G,), and particle-filter recoveries/fallbacks (G x B x 2);
-    per decision: its phase (D x 2, see :data:`PHASES`) and each belief's log-loss (D x B)."""
+    per decision: its phase (D x 2, see :data:`PHASES`) and each belief's log-loss (D x B). Games go in matches of
+    ``match``: the trackers of a match's first game see its later games too, told between games that they meet the
+    same opponent again (``same_opponent_again``, where a tracker has it)."""
     rival = make_policy(opponent)
     specs = tracker_specs(rival, **spec_args)
     sums, counts, repairs, phases, losses = [], [], [], [], []
-    for seed, first in zip(seeds, firsts, strict=True):
-        trackers = [spec.make(np.random.default_rng([seed, i])) for i, spec in enumerate(specs)]
+    trackers: list[Any] = []
+    for game, (seed, first) in enumerate(zip(seeds, firsts, strict=True)):
+        if game % match == 0:
+            trackers = [spec.make(np.random.default_rng([seed, i])) for i, spec in enumerate(specs)]
+        else:
+            for tracker in trackers:
+                getattr(tracker, "same_opponent_again", lambda: None)()
         scorer = _Scorer(make_policy(tracked), trackers)
         play_game((scorer, rival), seed, first, on_deal=lambda game, s=scorer: setattr(s, "game", game))
         rows = np.array(scorer.rows).reshape(-1, len(specs), len(METRICS))
@@ -250,7 +261,7 @@ PHASES = (("opponent holds 1-2", 0, 1, 2), ("opponent holds 3-4", 0, 3, 4), ("op
 def measure_quality(games: int = 200, seed: int = 0, tracked: str = "random", opponent: str = "random",
                     particles: Sequence[int] = (100, 1000), aware: Sequence[int] = (1000,),
                     plain: Sequence[int] = (), trajectory: Sequence[int] = (),
-                    learned: Sequence[int] = (), workers: int = 1) -> QualityResult:
+                    learned: Sequence[int] = (), workers: int = 1, match: int = 1) -> QualityResult:
     """Score every belief on ``games`` seeded games (module docstring); the tracked seat is seat 0.
 
     Args:
@@ -259,6 +270,8 @@ def measure_quality(games: int = 200, seed: int = 0, tracked: str = "random", op
         particles, aware, plain: particle counts of the plain-likelihood, policy-aware (only when the opponent
             has a model) and non-lazy (``lazy=False``) particle filters.
         workers: processes; the result does not depend on it (each game is seeded on its own).
+        match: games in a row against the same opponent: every tracker is kept through a match, and a learned
+            opponent model starts each later game from what the earlier ones taught it (1: every game alone).
     """
     seeds = _game_seeds(seed, games).tolist()
     firsts = [g % 2 for g in range(games)]
@@ -266,10 +279,10 @@ def measure_quality(games: int = 200, seed: int = 0, tracked: str = "random", op
                  "trajectory": tuple(trajectory), "learned": tuple(learned)}
     names = [spec.name for spec in tracker_specs(make_policy(opponent), **spec_args)]
     start = time.perf_counter()
-    parts = _map(_played_games, [(tracked, opponent, spec_args, seeds[c], firsts[c])
-                                 for c in _chunks(games, workers)], workers)
+    parts = _map(_played_games, [(tracked, opponent, spec_args, seeds[c], firsts[c], match)
+                                 for c in _chunks(games, workers, match)], workers)
     sums, counts, repairs, phases, losses = (np.concatenate([p[i] for p in parts]) for i in range(5))
-    meta = {"games": games, "seed": seed, "tracked": tracked, "opponent": opponent}
+    meta = {"games": games, "seed": seed, "tracked": tracked, "opponent": opponent, "match": match}
     return QualityResult(names, sums, counts, repairs, phases, losses, time.perf_counter() - start, meta)
 
 
@@ -405,8 +418,11 @@ def measure_exact(games: int = 300, seed: int = 0, tracked: str = "random", oppo
 
 
 # ---------------------------------------------------------------------------------------- running
-def _chunks(games: int, workers: int) -> list[slice]:
-    bounds = np.linspace(0, games, min(games, 4 * workers if workers > 1 else 1) + 1).astype(int)
+def _chunks(games: int, workers: int, match: int = 1) -> list[slice]:
+    """Slices of the games for the workers, each a whole number of matches of ``match`` games (the last shorter)."""
+    matches = -(-games // match)
+    bounds = np.linspace(0, matches, min(matches, 4 * workers if workers > 1 else 1) + 1).astype(int) * match
+    bounds[-1] = games
     return [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 

@@ -22,7 +22,14 @@ like while it tracks the hand:
   posterior by self-normalized importance weights ``w_p R_k(p)``).
 
 A uniform candidate (``random``: every legal action) must be among the candidates: it explains every play the
-hand can make, so the true hand is never ruled out, whatever the opponent does.
+hand can make, so the true hand is never ruled out, whatever the opponent does. It is the catch-all, the candidate
+that takes the weight when no other describes the opponent; but as a description of how a player chooses it is as
+wrong as the others then: it reads a coloured play as evidence against holding a wild (a wild is four of the legal
+ids), and a player that keeps its wilds makes that reading wrong. So by default (``catch_all="plain"``) the
+catch-all's *answer* is the plain particle filter's (:class:`~uno_env.belief.filters.ParticleBelief`, which reads a
+play only as the card having been held, kept beside the trajectory particles on the same views at about a
+seventieth of their cost): when no candidate fits the opponent, the belief falls back to the plain filter's. Its
+*evidence* stays the uniform model's, so the candidates are still compared by proper likelihoods.
 
 Its cost and worth are measured in docs/beliefs.md ("The learned opponent model").
 """
@@ -30,6 +37,7 @@ Its cost and worth are measured in docs/beliefs.md ("The learned opponent model"
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -48,17 +56,19 @@ class LearnedOpponent:
             a player that is rule-like but not ``rule`` refutes ``rule`` at its first deviation) and ``random``.
         prior: prior weights of the candidates (positive, normalized here); default equal.
         share: the fixed share spread evenly after each update, in ``[0, 1)``.
+        catch_all: what the uniform candidate answers: ``"plain"`` (the default), the plain filter's posterior;
+            ``"random"``, its own (module docstring).
 
     Raises:
         ValueError: naming the bad setting (no candidates, no uniform candidate, a candidate that is not a model
             or is the plain likelihood, a duplicate, a prior of the wrong length or not positive, a share outside
-            ``[0, 1)``).
+            ``[0, 1)``, an unknown ``catch_all``).
     """
 
     code = LEARNED_MODEL
 
     def __init__(self, candidates: Sequence[OpponentModel] | None = None, prior: Sequence[float] | None = None,
-                 share: float = 0.01) -> None:
+                 share: float = 0.01, catch_all: Literal["plain", "random"] = "plain") -> None:
         candidates = (RuleModel(), NoisyRuleModel(), RandomModel()) if candidates is None else tuple(candidates)
         if not candidates:
             raise ValueError("a learned opponent model needs at least one candidate model")
@@ -76,11 +86,16 @@ class LearnedOpponent:
             raise ValueError(f"prior must be {len(codes)} positive weights, one per candidate, got {prior!r}")
         if isinstance(share, bool) or not isinstance(share, int | float) or not 0.0 <= share < 1.0:
             raise ValueError(f"share must be a number in [0, 1), got {share!r}")
+        if catch_all not in ("plain", "random"):
+            raise ValueError(f"catch_all must be 'plain' or 'random', got {catch_all!r}")
         self.candidates = candidates
         self.codes = np.array(codes, np.int64)
         self.prior = weights / weights.sum()
         self.share = float(share)
+        self.catch_all = catch_all
+        #: The uniform candidate's index among the candidates.
+        self.uniform = codes.index(RANDOM_MODEL)
 
     def __repr__(self) -> str:
         names = ", ".join(type(candidate).__name__ for candidate in self.candidates)
-        return f"LearnedOpponent([{names}], share={self.share})"
+        return f"LearnedOpponent([{names}], share={self.share}, catch_all={self.catch_all!r})"

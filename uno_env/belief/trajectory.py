@@ -43,9 +43,11 @@ Randomness: the kernels draw from a splitmix64 stream (:func:`uno_env.core.below
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
-from uno_env.belief.filters import feature_sets_at
+from uno_env.belief.filters import ParticleBelief, feature_sets_at
 from uno_env.belief.learned import LearnedOpponent
 from uno_env.belief.models import PLAIN_MODEL, OpponentModel
 from uno_env.belief.sampling import seeded_stream
@@ -122,6 +124,8 @@ class TrajectoryBelief(PublicTracker):
         self._w_before = np.zeros(n_particles)
         self._hands_buf = np.zeros((n_particles, NUM_CARD_TYPES), np.int64)
         self._features: np.ndarray | None = None
+        #: The plain filter answering for the uniform candidate of a learned model with ``catch_all="plain"``.
+        self._plain = ParticleBelief(n_particles, rng) if learned and model.catch_all == "plain" else None
 
     # ------------------------------------------------------------------ tracking
     def reset(self, view: PublicView) -> None:
@@ -133,6 +137,8 @@ class TrajectoryBelief(PublicTracker):
         self._forgotten = 0.0  # log-evidence of the events a fallback forgot
         self._run(fresh=True)
         self._features = None
+        if self._plain is not None:
+            self._plain.reset(view)
 
     def update(self, view: PublicView) -> None:
         """Apply the view's events (everything public since the previous call)."""
@@ -141,6 +147,8 @@ class TrajectoryBelief(PublicTracker):
         self._verify(view)
         self._filter()
         self._features = None
+        if self._plain is not None:
+            self._plain.update(view)
 
     def _restart(self, keep_from: int | None = None) -> None:
         """Forget the history before event ``keep_from`` (``None``: all of it): the opponent's hand is then a
@@ -260,18 +268,53 @@ class TrajectoryBelief(PublicTracker):
     def _answer_weights(self) -> np.ndarray:
         """The particles' normalized weights in the answers. With a learned model, the Bayesian model average:
         particle ``p`` gets ``sum_k W_k v_k(p)``, ``v_k`` the self-normalized importance weights of candidate
-        ``k``'s posterior (``w_p R_k(p)``; the particles target the prior mixture)."""
+        ``k``'s posterior (``w_p R_k(p)``; the particles target the prior mixture), over the candidates the
+        particles answer for (not the uniform one under ``catch_all="plain"``: :meth:`plain_share`)."""
         w = self._w / self._w.sum()
-        if not isinstance(self.model, LearnedOpponent):
+        usable = self._particle_candidates()
+        if usable is None or not usable.any():
             return w
         with np.errstate(divide="ignore"):
-            log_v = np.log(w)[:, None] + self._log_ratio
-        top = log_v.max(axis=0)
-        usable = np.isfinite(top)  # a candidate no particle explains has weight s / K at most: dropped here
-        v = np.exp(log_v[:, usable] - top[usable])
+            log_v = np.log(w)[:, None] + self._log_ratio[:, usable]
+        v = np.exp(log_v - log_v.max(axis=0))
         v /= v.sum(axis=0)
         mixed = v @ (self._weights[usable] / self._weights[usable].sum())
         return mixed / mixed.sum()
+
+    def _particle_candidates(self) -> np.ndarray | None:
+        """Which candidates of a learned model the particles answer for (``None`` without a learned model): those
+        some particle explains (a candidate none explains has weight s / K at most), less the uniform one when the
+        plain filter answers for it."""
+        if not isinstance(self.model, LearnedOpponent):
+            return None
+        usable = np.isfinite(np.where(self._w[:, None] > 0, self._log_ratio, -np.inf).max(axis=0))
+        if self._plain is not None:
+            usable[self.model.uniform] = False
+        return usable
+
+    def plain_share(self) -> float:
+        """The weight of the plain filter's answer in this belief's answers: under a learned model with
+        ``catch_all="plain"``, the uniform candidate's learned weight among the candidates the answers use (1 when
+        the particles answer for none), else 0."""
+        usable = self._particle_candidates()
+        if self._plain is None or usable is None:
+            return 0.0
+        uniform = self._weights[self.model.uniform]
+        return float(uniform / (uniform + self._weights[usable].sum()))
+
+    def _mixed(self, particles: np.ndarray, plain: Callable[[], np.ndarray]) -> np.ndarray:
+        """An answer linear in the belief: the particles' (``particles``) mixed with the plain filter's (``plain()``,
+        asked only when it has weight) by :meth:`plain_share`."""
+        share = self.plain_share()
+        return particles if share == 0.0 else (1.0 - share) * particles + share * plain()
+
+    def same_opponent_again(self) -> None:
+        """Start the next game (:meth:`reset`) from the candidates' weights learned so far instead of the prior: the
+        filter meets the same opponent again (a match of several games), so what the earlier games' plays said
+        about how it chooses carries over (Bayes' rule across games, the hands of each game being new). Without a
+        learned model there is nothing to carry."""
+        if isinstance(self.model, LearnedOpponent):
+            self._prior = self._weights.copy()
 
     def model_weights(self) -> np.ndarray | None:
         """The learned weights of the candidate models (``model.candidates`` order) given the public history so far;
@@ -305,7 +348,8 @@ class TrajectoryBelief(PublicTracker):
         return float(particle_ess(self._w))
 
     def hands(self) -> tuple[np.ndarray, np.ndarray]:
-        """The particles' current hands (N x 54) and normalized weights (read-only views)."""
+        """The particles' current hands (N x 54) and their normalized weights in the answers (read-only views); under
+        a learned model with ``catch_all="plain"`` the answers also hold the plain filter's, by :meth:`plain_share`."""
         return self._hands, self._answer_weights()
 
     def features(self) -> np.ndarray:
@@ -315,7 +359,8 @@ class TrajectoryBelief(PublicTracker):
             sets = feature_sets_at(self.top, self.colour).astype(np.bool_)
             expected, none = np.zeros(NUM_CARD_TYPES), np.zeros(sets.shape[1])
             summaries(self._hands, self._answer_weights(), sets, expected, none)
-            self._features = np.concatenate((expected, np.clip(1.0 - none, 0.0, 1.0))).astype(np.float32)
+            particles = np.concatenate((expected, np.clip(1.0 - none, 0.0, 1.0)))
+            self._features = self._mixed(particles, lambda: self._plain.features()).astype(np.float32)
         return self._features.copy()
 
     def expected_counts(self) -> np.ndarray:
@@ -323,25 +368,30 @@ class TrajectoryBelief(PublicTracker):
         expected, none = np.zeros(NUM_CARD_TYPES), np.zeros(0)
         summaries(self._hands, self._answer_weights(), np.zeros((NUM_CARD_TYPES, 0), np.bool_), expected,
                    none)
-        return expected
+        return self._mixed(expected, lambda: self._plain.expected_counts())
 
     def prob_none(self, sets: np.ndarray) -> np.ndarray:
         """``P(the hand holds no card of set k)`` for each column of the (54 x K) boolean ``sets``."""
         expected, none = np.zeros(NUM_CARD_TYPES), np.zeros(sets.shape[1])
-        summaries(self._hands, self._answer_weights(), np.ascontiguousarray(sets, dtype=np.bool_), expected,
-                   none)
-        return none
+        sets = np.ascontiguousarray(sets, dtype=np.bool_)
+        summaries(self._hands, self._answer_weights(), sets, expected, none)
+        return self._mixed(none, lambda: self._plain.states.prob_none(self._plain.pool, sets))
 
     def marginals(self) -> np.ndarray:
         """``P(count of type t = x)``, (54, 5) for x = 0..4."""
-        return hand_marginals(self._hands, self._answer_weights())
+        return self._mixed(hand_marginals(self._hands, self._answer_weights()), lambda: self._plain.marginals())
 
     def log_prob(self, hand: np.ndarray) -> float:
         """``log P(opponent hand = hand)`` (54 counts): the weight of the particles holding exactly it."""
         match = (self._hands == np.asarray(hand)).all(axis=1)
-        mass = self._answer_weights()[match].sum()
+        mass = self._mixed(self._answer_weights()[match].sum(), lambda: np.exp(self._plain.log_prob(hand)))
         return float(np.log(mass)) if mass > 0 else -np.inf
 
     def sample_hands(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` opponent hands (int64 rows of 54 counts) drawn from the particles by weight."""
-        return self._hands[rng.choice(self.n_particles, size=n, p=self._answer_weights())].copy()
+        hands = self._hands[rng.choice(self.n_particles, size=n, p=self._answer_weights())]
+        share = self.plain_share()
+        if share > 0.0:  # each hand from the plain filter with its share's probability
+            plain = rng.random(n) < share
+            hands[plain] = self._plain.sample_hands(int(plain.sum()), rng)
+        return hands
