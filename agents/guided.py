@@ -5,7 +5,9 @@ Every name a user can seat (``uno-evaluate search-guided``, ``uno-play --opponen
 player measured in docs/results.md ("Strength of the shipped players"):
 
 * **Worlds** come from the particle filter with the **learned opponent model** (:mod:`uno_env.belief.learned`): it is
-  not told whom it plays, and finds out from the opponent's plays which of its candidate models fits.
+  not told whom it plays, and finds out from the opponent's plays which of its candidate models fits. Its uniform
+  candidate answers for itself (``catch_all="random"``), as in the measured player; the model's default, the plain
+  filter answering for it, has not been measured inside this search.
 * **Rollouts**: the network's actor plays the searching seat, compiled into the search's kernels, and ``rule`` the
   other seat; each simulation stops after ``leaf_moves`` of the searching seat's decisions and the network's critic
   scores it. The simulations are played 64 at a time, one forward pass per round of the network's choices.
@@ -27,6 +29,7 @@ from agents.compiled_actor import actor_params, value_params
 from agents.ppo import PPOPolicy
 from agents.search import SearchPolicy
 from agents.shipped import MODEL_FILE, checkpoint_path
+from uno_env.belief import LearnedOpponent
 
 #: The network of the named player: the shipped agent trained without belief features (the compiled actor reads the
 #: public observation only), whose guided search is the one measured.
@@ -52,5 +55,6 @@ def guided_search(network: str | Path = DEFAULT_NETWORK, simulations: int | None
     path = checkpoint_path(network, "guided search")
     policy = PPOPolicy.load(path, name=path.parent.name if path.name == MODEL_FILE else path.stem)
     return SearchPolicy(simulations=simulations, time_ms=time_ms, belief="particles", n_particles=n_particles,
-                        opponent_model="learned", rollout=actor_params(policy), opponent_rollout="rule",
+                        opponent_model=LearnedOpponent(catch_all="random"), rollout=actor_params(policy),
+                        opponent_rollout="rule",
                         value=value_params(policy), leaf_moves=leaf_moves)
