@@ -10,6 +10,7 @@ import pytest
 from belief_testlib import check_invariants
 
 from agents.search import SearchPolicy
+from train.evaluation.belief_quality import measure_quality
 from uno_env.belief import LearnedOpponent, NoisyRuleModel, RandomModel, RuleModel, TrajectoryBelief, make_belief
 from uno_env.belief.tracker import Decision
 from uno_env.cards import DRAW_ACTION
@@ -214,3 +215,18 @@ def test_a_match_carries_what_was_learned_to_the_next_game():
         play_game((starts, RulePolicy()), 5, 1)
         assert np.allclose(starts.first, ends[-1] if again else belief.model.prior), (again, starts.first)
     assert ends[0][2] < 0.1, "the rule player was learned in the first game"
+
+
+def test_belief_quality_keeps_a_match_together_whatever_the_workers():
+    """``measure_quality(match=2)``: the learned filter of a match's second game starts from the first game's weights,
+    so its scores differ from games played alone; a match is never split between workers, so two workers give what
+    one gives."""
+    def learned_sums(match: int, workers: int) -> np.ndarray:
+        result = measure_quality(games=4, seed=3, tracked="rule", opponent="rule", particles=(), aware=(),
+                                 learned=(60,), workers=workers, match=match)
+        return result.sums[:, 1]
+
+    together = learned_sums(2, 1)
+    assert np.array_equal(together, learned_sums(2, 2))
+    alone = learned_sums(1, 1)
+    assert np.array_equal(together[0::2], alone[0::2]) and not np.array_equal(together[1::2], alone[1::2])
