@@ -34,10 +34,12 @@ from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
+from agents.files import write_text
 from train.cli.destinations import file_problem, folder_problem
-from train.evaluation.matches import evaluate, format_table
+from train.evaluation.matches import MAX_PAIRS, evaluate, format_table
 from train.evaluation.tournament import format_tournament, round_robin
 from train.interrupts import keeping_interrupts, terminate_as_interrupt
+from train.output import file_error, printable
 from train.specs import checkpoint_path, validate_spec
 
 #: The seed of the deals behind the published win rates (the model cards and the results page).
@@ -87,8 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--checkpoint", type=Path, metavar="DIR",
                         help="keep the finished deal pairs in DIR; the same command again goes on from them")
     args = parser.parse_args(argv)
-    if args.pairs < 1:
-        parser.error(f"--pairs must be at least 1, got {args.pairs}")
+    if not 1 <= args.pairs <= MAX_PAIRS:
+        parser.error(f"--pairs must be in 1..{MAX_PAIRS}, got {args.pairs}")
     if not 0 <= args.seed < 2**31:
         parser.error(f"--seed must be in 0..{2**31 - 1}, got {args.seed}")
     if args.workers is not None and args.workers < 1:
@@ -143,6 +145,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as error:
         print(f"uno-evaluate: error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:  # a full disk, a folder it may not write: --checkpoint, --save-games, a player's file
+        problem = file_error(error)
+        if problem is None:
+            raise
+        print(f"uno-evaluate: error: {problem}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         kept = (f"the finished deal pairs are kept in {args.checkpoint}: the same command goes on from them"
                 if args.checkpoint else "nothing was kept (--checkpoint DIR keeps the finished deal pairs)")
@@ -154,7 +162,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if signal.getsignal(signal.SIGTERM) is terminate_as_interrupt:  # after a SIGTERM: ignored until the exit
             signal.signal(signal.SIGTERM, previous)
     if args.json:
-        args.json.write_text(json.dumps(payload, indent=1) + "\n")
+        try:
+            write_text(args.json, json.dumps(payload, indent=1) + "\n")
+        except OSError as error:
+            print(f"uno-evaluate: error: --json {printable(str(args.json))}: cannot write it: "
+                  f"{error.strerror or error} (the results are printed above)", file=sys.stderr)
+            return 2
     return 0
 
 
