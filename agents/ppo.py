@@ -122,6 +122,10 @@ def save_model(model: Any, path: str | Path, settings: dict[str, Any]) -> Path:
     return path
 
 
+#: The flag bit of a zip member that is encrypted (the zip format's "general purpose" bit 0).
+_ENCRYPTED = 0x1
+
+
 def _read_member(path: Path, name: str) -> bytes:
     """One member of a checkpoint zip; ``ValueError`` naming the file when it is missing, too big or corrupt."""
     if not path.is_file():
@@ -134,6 +138,8 @@ def _read_member(path: Path, name: str) -> bytes:
                 raise ValueError(f"{path} has no {name}") from None
             if info.file_size > _MAX_MEMBER_BYTES.get(name, 1 << 30):
                 raise ValueError(f"{path} is not a valid checkpoint: its {name} is {info.file_size:,} bytes")
+            if info.flag_bits & _ENCRYPTED:  # zipfile would raise a RuntimeError asking for a password
+                raise ValueError(f"{path} is not a valid checkpoint: its {name} is encrypted (a checkpoint never is)")
             return archive.read(name)
     except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, OSError) as error:
         # BadZipFile is no ValueError, so callers (uno-evaluate, the trainer) would show a bare traceback
