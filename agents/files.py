@@ -36,12 +36,25 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     path = Path(path)
     temporary = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
     try:
-        yield temporary
-        with open(temporary, "rb+") as handle:
-            os.fsync(handle.fileno())  # the data on disk before the name points at it
-        os.replace(temporary, path)
+        with naming_errors(path):
+            yield temporary
+            with open(temporary, "rb+") as handle:
+                os.fsync(handle.fileno())  # the data on disk before the name points at it
+            os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
+
+
+@contextmanager
+def naming_errors(path: str | Path) -> Iterator[None]:
+    """Give an ``OSError`` raised inside that names no file the name ``path``: a write that finds the disk full names
+    none, and the message must say which output it was."""
+    try:
+        yield
+    except OSError as error:
+        if error.filename is None:
+            error.filename = str(path)
+        raise
 
 
 def write_text(path: str | Path, text: str) -> Path:

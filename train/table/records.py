@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.files import read_json
+from agents.files import naming_errors, read_json
 from train.output import printable
 from uno_env.cards import (
     CARD_NAMES,
@@ -175,7 +175,7 @@ def create_new(path: Path, text: str) -> Path:
     """
     temporary = path.with_name(f".{path.stem}-{secrets.token_hex(6)}.partial")  # open() gives it the umask's mode
     try:
-        with open(temporary, "x") as file:
+        with naming_errors(path), open(temporary, "x") as file:
             file.write(text)
         candidate, number = path, 1
         while True:
