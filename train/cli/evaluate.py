@@ -34,7 +34,6 @@ from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
-from agents.files import write_text
 from train.cli.destinations import file_problem, folder_problem
 from train.evaluation.matches import MAX_PAIRS, evaluate, format_table
 from train.evaluation.tournament import format_tournament, round_robin
@@ -162,8 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if signal.getsignal(signal.SIGTERM) is terminate_as_interrupt:  # after a SIGTERM: ignored until the exit
             signal.signal(signal.SIGTERM, previous)
     if args.json:
-        try:
-            write_text(args.json, json.dumps(payload, indent=1) + "\n")
+        try:  # written in place, not renamed into place: --json may name a device such as /dev/stdout
+            args.json.write_text(json.dumps(payload, indent=1) + "\n")
         except OSError as error:
             print(f"uno-evaluate: error: --json {printable(str(args.json))}: cannot write it: "
                   f"{error.strerror or error} (the results are printed above)", file=sys.stderr)
