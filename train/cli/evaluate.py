@@ -48,10 +48,13 @@ PUBLISHED_SEED = 12346
 def _agent_spec(spec: str) -> str:
     """Accept a training run folder for its best model even before it has one (its final checkpoint)."""
     folder = Path(spec)
-    if folder.is_dir() and checkpoint_path(spec) is None and (folder / "checkpoints").is_dir():
-        checkpoints = sorted((folder / "checkpoints").glob("step_*.zip"))
-        if checkpoints:
-            return str(checkpoints[-1])
+    try:
+        if folder.is_dir() and checkpoint_path(spec) is None and (folder / "checkpoints").is_dir():
+            checkpoints = sorted((folder / "checkpoints").glob("step_*.zip"))
+            if checkpoints:
+                return str(checkpoints[-1])
+    except OSError:  # a folder this user may not enter: validate_spec says so
+        pass
     return spec
 
 
