@@ -24,11 +24,11 @@ import numpy as np
 import pytest
 import yaml
 
+import train.evaluation.matches as matches
 import train.table.records as records
 from train.cli.evaluate import main as evaluate_main
 from train.cli.play import main as play_main
 from train.cli.train import main as train_main
-from train.evaluation.matches import make_executor, usable_cores
 from train.table.records import record_match
 from train.training.labelling import Workers
 from uno_env.policy import make_policy
@@ -163,9 +163,11 @@ def test_names_in_a_replayed_game_are_shown_with_their_control_characters_escape
 
 @pytest.mark.parametrize("digits, words", [(5000, "5,000 digits"), (4000, "4,000 digits"), (40, "\"seed\" must be")])
 def test_a_replay_with_a_huge_seed_is_refused_naming_the_file(game: dict[str, Any], tmp_path: Path, digits: int,
-                                                              words: str, capsys: pytest.CaptureFixture[str]):
+                                                              words: str, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]):
     path = tmp_path / "seed.json"
     path.write_text(json.dumps(dict(game, seed=0)).replace('"seed": 0', '"seed": ' + "9" * digits, 1))
+    monkeypatch.setattr("sys.stdin", io.StringIO("q\n"))  # a replay that starts ends at once
     line = _one_line_error(play_main, ["--replay", str(path)], capsys)
     assert str(path) in line and words in line, line
 
@@ -228,14 +230,14 @@ def test_counts_are_bounded_by_name(capsys: pytest.CaptureFixture[str]):
 
 
 def test_every_process_pool_is_at_most_the_cores(capsys: pytest.CaptureFixture[str]):
-    cores = usable_cores()
-    pool = make_executor(100_000)  # no process starts before work is submitted
+    cores = matches.usable_cores()
+    pool = matches.make_executor(100_000)  # no process starts before work is submitted
     assert pool._max_workers == cores
     pool.shutdown()
     err = capsys.readouterr().err
     assert err.splitlines() == [f"100000 worker processes asked for, but this machine gives {cores} cores: "
                                 f"using {cores}"]
-    make_executor(100_000).shutdown()  # said once
+    matches.make_executor(100_000).shutdown()  # said once
     with Workers(100_001) as workers:  # expert iteration's labelling (and uno-train's eval.workers)
         assert workers.width == cores and workers.get()._max_workers == cores
     assert capsys.readouterr().err.count("asked for") == 1
@@ -245,7 +247,7 @@ def test_evaluate_says_it_uses_the_cores(tmp_path: Path, capsys: pytest.CaptureF
     out = tmp_path / "out.json"
     assert evaluate_main(["random", "--opponents", "random", "--pairs", "2", "--workers", "100002", "--no-progress",
                           "--json", str(out)]) == 0
-    assert f"100002 worker processes asked for, but this machine gives {usable_cores()} cores" in \
+    assert f"100002 worker processes asked for, but this machine gives {matches.usable_cores()} cores" in \
         capsys.readouterr().err
     assert json.loads(out.read_text())[0]["pairs"] == 2
 
@@ -276,18 +278,19 @@ def full_disk_for(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
     return full
 
 
-def test_a_full_disk_ends_evaluate_with_one_line(full_disk_for: Callable[[str], None], tmp_path: Path,
+@pytest.mark.parametrize("option", ["--checkpoint", "--save-games", "--json"])
+def test_a_full_disk_ends_evaluate_with_one_line(full_disk_for: Callable[[str], None], option: str, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str]):
-    full_disk_for(".npz")
-    line = _one_line_error(evaluate_main, [*EVALUATION, "--checkpoint", str(tmp_path / "kept")], capsys)
-    assert line.startswith(f"uno-evaluate: error: disk full writing {tmp_path / 'kept'}/matchup0-"), line
-    full_disk_for(".partial")
-    line = _one_line_error(evaluate_main, [*EVALUATION, "--save-games", str(tmp_path / "games")], capsys)
-    assert line.startswith(f"uno-evaluate: error: disk full writing {tmp_path / 'games'}/random-vs-random"), line
-    monkeypatch.setattr("train.cli.evaluate.file_problem", lambda path: None)  # as root, /dev is writable anyway
-    line = _one_line_error(evaluate_main, [*EVALUATION, "--json", "/dev/full"], capsys)
-    assert "--json /dev/full: cannot write it: No space left on device" in line
+    if option == "--json":
+        monkeypatch.setattr("train.cli.evaluate.file_problem", lambda path: None)  # root may write in /dev anyway
+        line = _one_line_error(evaluate_main, [*EVALUATION, "--json", "/dev/full"], capsys)
+        assert "--json /dev/full: cannot write it: No space left on device" in line
+        return
+    full_disk_for(".npz" if option == "--checkpoint" else ".partial")  # a chunk; a game record
+    line = _one_line_error(evaluate_main, [*EVALUATION, option, str(tmp_path / "out")], capsys)
+    written = "matchup0-" if option == "--checkpoint" else "random-vs-random-seed0-pair00000-a"
+    assert line.startswith(f"uno-evaluate: error: disk full writing {tmp_path / 'out'}/{written}"), line
 
 
 def test_a_full_disk_ends_play_with_one_line(full_disk_for: Callable[[str], None], tmp_path: Path,
