@@ -103,8 +103,10 @@ def parse_json(text: str | bytes, source: str) -> Any:
         raise ValueError(f"{source} is not a text file (not UTF-8)") from None
     except RecursionError:
         raise ValueError(f"{source} is not a file this program wrote: its JSON is nested too deep to read") from None
-    except ValueError as error:  # json.JSONDecodeError, or _bounded_int's
-        raise ValueError(f"{source} is not valid JSON: {error}") from None
+    except _LongInteger as error:
+        raise ValueError(f"{source} is not a file this program wrote: {error}") from None
+    except ValueError as error:  # json.JSONDecodeError
+        raise ValueError(f"{source} is not JSON: {error}") from None
 
 
 def read_json(path: str | Path) -> Any:
@@ -112,8 +114,12 @@ def read_json(path: str | Path) -> Any:
     return parse_json(Path(path).read_bytes(), str(path))
 
 
+class _LongInteger(ValueError):
+    """A JSON integer longer than :data:`MAX_JSON_DIGITS` digits."""
+
+
 def _bounded_int(digits: str) -> int:
     if len(digits.lstrip("-")) > MAX_JSON_DIGITS:
-        raise ValueError(f"it holds an integer of {len(digits.lstrip('-')):,} digits (at most {MAX_JSON_DIGITS} are "
+        raise _LongInteger(f"it holds an integer of {len(digits.lstrip('-')):,} digits (at most {MAX_JSON_DIGITS} are "
                          "read)")
     return int(digits)
