@@ -91,8 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--checkpoint", type=Path, metavar="DIR",
                         help="keep the finished deal pairs in DIR; the same command again goes on from them")
     args = parser.parse_args(argv)
-    if not 1 <= args.pairs <= MAX_PAIRS:
-        parser.error(f"--pairs must be in 1..{MAX_PAIRS}, got {args.pairs}")
+    if args.pairs < 1:
+        parser.error(f"--pairs must be at least 1, got {args.pairs}")
+    if args.pairs > MAX_PAIRS:
+        parser.error(f"--pairs must be at most {MAX_PAIRS}, got {args.pairs}")
     if not 0 <= args.seed < 2**31:
         parser.error(f"--seed must be in 0..{2**31 - 1}, got {args.seed}")
     if args.workers is not None and args.workers < 1:

@@ -84,8 +84,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.seed is not None and not 0 <= args.seed <= MAX_SEED:
         parser.error(f"--seed must be in 0..{MAX_SEED}, got {args.seed}")
-    if args.games is not None and not 1 <= args.games <= MAX_GAMES:
-        parser.error(f"--games must be in 1..{MAX_GAMES}, got {args.games}")
+    if args.games is not None and args.games < 1:
+        parser.error(f"--games must be at least 1, got {args.games}")
+    if args.games is not None and args.games > MAX_GAMES:
+        parser.error(f"--games must be at most {MAX_GAMES}, got {args.games}")
     if not 0 <= args.pace <= MAX_PACE:  # NaN fails the comparison too
         parser.error(f"--pace must be at least 0 and at most {MAX_PACE:g} seconds, got {args.pace}")
     if not 0 <= args.port < 65536:

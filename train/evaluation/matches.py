@@ -273,8 +273,10 @@ def run_matches(matchups: Sequence[tuple[Player, Player]], pairs: int, seed: int
     (:class:`~train.evaluation.pair_store.PairStore`): the same call again plays only the pairs it does not hold,
     and gives the results an uninterrupted call would have.
     """
-    if not 1 <= pairs <= MAX_PAIRS:
-        raise ValueError(f"pairs must be in 1..{MAX_PAIRS}, got {pairs}")
+    if pairs < 1:
+        raise ValueError(f"pairs must be at least 1, got {pairs}")
+    if pairs > MAX_PAIRS:
+        raise ValueError(f"pairs must be at most {MAX_PAIRS}, got {pairs}")
     if save_games is not None:
         save_games.mkdir(parents=True, exist_ok=True)
     seeds, firsts = deal_seeds(seed, pairs)
