@@ -147,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(format_table(results))
                 payload = [r.to_dict() for r in results]
     except (ValueError, FileNotFoundError) as error:
-        print(f"uno-evaluate: error: {error}", file=sys.stderr)
+        print(f"uno-evaluate: error: {printable(str(error))}", file=sys.stderr)  # it may quote a file: one safe line
         return 2
     except OSError as error:  # a full disk, a folder it may not write: --checkpoint, --save-games, a player's file
         problem = file_error(error)

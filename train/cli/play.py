@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from train.cli.destinations import folder_problem
-from train.output import file_error
+from train.output import file_error, printable
 from train.policies import resolve_policy
 from train.specs import label, validate_spec
 from train.table.records import MAX_SEED, load_record
@@ -102,9 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 record = load_record(args.replay)
             except OSError as err:
-                parser.error(f"--replay {args.replay}: {err.strerror or err}")
+                parser.error(f"--replay {printable(str(args.replay))}: {err.strerror or err}")
             except ValueError as err:
-                parser.error(f"--replay: {err}")
+                parser.error(f"--replay: {printable(str(err))}")  # it quotes the file
             replay(record, show_belief=args.show_belief)
         elif args.watch is not None:
             players = [_player(parser, "--watch", spec) for spec in args.watch]

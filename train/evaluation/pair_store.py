@@ -84,7 +84,7 @@ class PairStore:
             ValueError: a chunk lies outside this evaluation's pairs, holds pairs another chunk holds, or is not a
                 chunk this class wrote (the message names the file).
         """
-        holder: dict[tuple[int, int], str] = {}  # (matchup, pair): the file that holds it
+        loaded: list[tuple[int, int, int, str]] = []  # each chunk read: matchup, pairs lo to hi, file name
         for path in sorted(self.folder.iterdir()):
             match = _CHUNK.fullmatch(path.name)
             if match is None or path.name != chunk_name(*map(int, match.groups())):
@@ -93,14 +93,14 @@ class PairStore:
             if m >= len(done) or not 0 <= lo < hi <= done.shape[1]:
                 raise ValueError(f"checkpoint {self.folder}: {printable(path.name)} lies outside this evaluation's "
                                  "pairs")
-            for pair in range(lo, hi):
-                if (m, pair) in holder:
-                    raise ValueError(f"checkpoint {self.folder}: {holder[m, pair]} and {printable(path.name)} both "
-                                     f"hold deal pair {pair} of matchup {m}: one of them was not written by this "
-                                     "evaluation (delete it)")
-                holder[m, pair] = printable(path.name)
+            if done[m, lo:hi].any():
+                other = next(name for m2, lo2, hi2, name in loaded if m2 == m and lo2 < hi and lo < hi2)
+                pair = lo + int(np.argmax(done[m, lo:hi]))
+                raise ValueError(f"checkpoint {self.folder}: {other} and {printable(path.name)} both hold deal pair "
+                                 f"{pair} of matchup {m}: one of them was not written by this evaluation (delete it)")
             scores[m, lo:hi], lengths[m, lo:hi] = self._read_chunk(path, hi - lo)
             done[m, lo:hi] = True
+            loaded.append((m, lo, hi, printable(path.name)))
 
     def _read_chunk(self, path: Path, pairs: int) -> tuple[np.ndarray, np.ndarray]:
         """The scores and lengths a chunk file of ``pairs`` deal pairs holds, checked (``ValueError`` naming it)."""
