@@ -29,14 +29,13 @@ import numpy as np
 
 from agents.files import atomic_path, read_json, write_text
 from train.output import printable
+from train.table.records import DECISION_LIMIT
 from uno_env.cards import short_repr
 
 #: The file naming what the folder's games are.
 MANIFEST = "evaluation.json"
 #: A finished chunk: its matchup's index and its first and one-past-last deal pair (:func:`chunk_name`).
 _CHUNK = re.compile(r"matchup(\d+)-pairs(\d+)-(\d+)\.npz")
-#: The most moves a game of an evaluation lasts (:func:`uno_env.match.play_game` calls it drawn there).
-_MOST_DECISIONS = 5000
 
 
 def chunk_name(matchup: int, first_pair: int, end_pair: int) -> str:
@@ -108,9 +107,8 @@ class PairStore:
             with np.load(path, allow_pickle=False) as chunk:
                 arrays = {key: chunk[key] for key in ("scores", "lengths") if key in chunk.files}
         except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as error:  # truncated, a folder, ...
-            problem = f"it does not load ({error.strerror or error})" if isinstance(error, OSError) else \
-                f"it does not load ({error})"
-            raise self._damaged(path, problem) from None
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+            raise self._damaged(path, f"it does not load ({reason})") from None
         problem = _chunk_problem(arrays, pairs)
         if problem is not None:
             raise self._damaged(path, problem)
@@ -143,7 +141,7 @@ def _read_manifest(manifest: Path, folder: Path) -> dict[str, Any]:
 
 def _chunk_problem(arrays: dict[str, np.ndarray], pairs: int) -> str | None:
     """What is wrong with a chunk's arrays for ``pairs`` deal pairs, or None: scores of a win, a draw or a loss
-    (1, 1/2, 0) and game lengths of 1 to :data:`_MOST_DECISIONS` moves, each ``(pairs, 2)``."""
+    (1, 1/2, 0) and game lengths of 1 to :data:`DECISION_LIMIT` moves, each ``(pairs, 2)``."""
     for key in ("scores", "lengths"):
         if key not in arrays:
             return f"it holds no {key}"
@@ -154,6 +152,6 @@ def _chunk_problem(arrays: dict[str, np.ndarray], pairs: int) -> str | None:
     if not np.isin(arrays["scores"], (0.0, 0.5, 1.0)).all():
         return "its scores are not all 0, 0.5 or 1 (a loss, a draw or a win)"
     if not np.issubdtype(arrays["lengths"].dtype, np.integer) or not (
-            (arrays["lengths"] >= 1) & (arrays["lengths"] <= _MOST_DECISIONS)).all():
-        return f"its lengths are not all whole numbers of moves from 1 to {_MOST_DECISIONS}"
+            (arrays["lengths"] >= 1) & (arrays["lengths"] <= DECISION_LIMIT)).all():
+        return f"its lengths are not all whole numbers of moves from 1 to {DECISION_LIMIT}"
     return None
