@@ -100,11 +100,11 @@ def parse_json(text: str | bytes, source: str) -> Any:
     try:
         return json.loads(text, parse_int=_bounded_int)
     except UnicodeDecodeError:
-        raise ValueError(f"{source} is not a text file (not UTF-8)") from None
+        raise ValueError(f"{source} is not JSON: it is not UTF-8 text") from None
     except RecursionError:
-        raise ValueError(f"{source} is not a file this program wrote: its JSON is nested too deep to read") from None
+        raise ValueError(f"{source} is not JSON this program reads: it is nested too deep") from None
     except _LongInteger as error:
-        raise ValueError(f"{source} is not a file this program wrote: {error}") from None
+        raise ValueError(f"{source} is not JSON this program reads: {error}") from None
     except ValueError as error:  # json.JSONDecodeError
         raise ValueError(f"{source} is not JSON: {error}") from None
 

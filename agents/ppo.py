@@ -52,7 +52,7 @@ from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.torch_layers import FlattenExtractor
 
 from agents.afterstate import MOVE_FEATURES, AfterstatePolicy
-from agents.files import atomic_path
+from agents.files import atomic_path, parse_json
 from uno_env.belief import BELIEF_KINDS, BeliefKind
 from uno_env.cards import NUM_ACTIONS, short_repr
 from uno_env.observation import BASE_SIZE
@@ -149,11 +149,8 @@ def _read_member(path: Path, name: str) -> bytes:
 
 
 def _json_member(path: Path, name: str) -> Any:
-    try:
-        return json.loads(_read_member(path, name))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
-        raise ValueError(f"{path} is not a valid checkpoint: its {name} is not JSON ({short_repr(str(error))})") \
-            from None
+    """A JSON member of a checkpoint zip (:func:`agents.files.parse_json`: a crafted one is a ``ValueError``)."""
+    return parse_json(_read_member(path, name), f"{path} is not a valid checkpoint: its {name}")
 
 
 def _is_int(value: Any, low: int, high: int) -> bool:

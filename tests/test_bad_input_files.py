@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import struct
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -115,7 +116,7 @@ def _folder_in_place(folder: Path) -> None:
 @pytest.mark.parametrize("damage, named, words", [
     (lambda f: (f / "evaluation.json").write_text("[1, 2]"), "evaluation.json", "not an evaluation's description"),
     (lambda f: (f / "evaluation.json").write_text("[" * 100_000), "evaluation.json", "nested too deep"),
-    (lambda f: (f / "evaluation.json").write_bytes(b"\x80\x81{}"), "evaluation.json", "not a text file"),
+    (lambda f: (f / "evaluation.json").write_bytes(b"\x80\x81{}"), "evaluation.json", "not UTF-8"),
     (_truncate, _chunk(Path()).name, "does not load"),
     (_folder_in_place, _chunk(Path()).name, "does not load"),
     (lambda f: np.savez(_chunk(f), lengths=np.full((1, 2), 30)), _chunk(Path()).name, "holds no scores"),
@@ -219,6 +220,20 @@ def test_a_checkpoint_with_an_encrypted_member_is_refused(encrypted: Path, tmp_p
     config.write_text(yaml.safe_dump(dict(TINY_RUN, policy={"net_arch": [8], "init": str(encrypted)})))
     line = _one_line_error(train_main, [str(config), "--run-dir", str(tmp_path / "run"), "--quiet"], capsys)
     assert "policy.init" in line and "encrypted" in line
+
+
+def test_a_checkpoint_with_a_huge_number_is_refused_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    crafted = tmp_path / "huge.zip"
+    with zipfile.ZipFile(SHIPPED) as old, zipfile.ZipFile(crafted, "w") as new:
+        for name in old.namelist():
+            data = old.read(name)
+            if name == "uno_env.json":
+                settings = json.loads(data)
+                data = json.dumps(settings).replace(f'"steps": {settings["steps"]}', '"steps": ' + "7" * 5000).encode()
+            new.writestr(name, data)
+    line = _one_line_error(evaluate_main, [str(crafted), "--opponents", "random", "--pairs", "1", "--workers", "1",
+                                           "--no-progress"], capsys)
+    assert str(crafted) in line and "uno_env.json" in line and "5,000 digits" in line, line
 
 
 # ------------------------------------------------------------------------------------ counts and workers
