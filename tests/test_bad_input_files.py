@@ -189,6 +189,14 @@ def test_a_checkpoint_file_name_is_shown_escaped(tmp_path: Path, capsys: pytest.
     assert "\x1b" not in out and "net\\x1b]0;pwned" in out
 
 
+def test_a_checkpoint_name_like_markup_is_shown_as_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """rich reads "[bold]" in a string as a style: a file's name is text, never markup."""
+    network = Path(shutil.copyfile(SHIPPED, tmp_path / "[bold]net[dim].zip"))
+    assert play_main(["--watch", str(network), "rule", "--pace", "0", "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "[bold]net[dim] against rule" in out and "Score: [bold]net[dim]" in out
+
+
 def _with_encrypted_member(source: Path, target: Path, member: str) -> Path:
     """A copy of a zip whose ``member`` is marked encrypted (flag bit 0 in its local and central headers), as an
     archiver with a password writes it: zipfile then asks for the password."""
