@@ -52,7 +52,7 @@ from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.torch_layers import FlattenExtractor
 
 from agents.afterstate import MOVE_FEATURES, AfterstatePolicy
-from agents.files import atomic_path
+from agents.files import atomic_path, parse_json
 from uno_env.belief import BELIEF_KINDS, BeliefKind
 from uno_env.cards import NUM_ACTIONS, short_repr
 from uno_env.observation import BASE_SIZE
@@ -122,6 +122,10 @@ def save_model(model: Any, path: str | Path, settings: dict[str, Any]) -> Path:
     return path
 
 
+#: The flag bit of a zip member that is encrypted (the zip format's "general purpose" bit 0).
+_ENCRYPTED = 0x1
+
+
 def _read_member(path: Path, name: str) -> bytes:
     """One member of a checkpoint zip; ``ValueError`` naming the file when it is missing, too big or corrupt."""
     if not path.is_file():
@@ -134,6 +138,8 @@ def _read_member(path: Path, name: str) -> bytes:
                 raise ValueError(f"{path} has no {name}") from None
             if info.file_size > _MAX_MEMBER_BYTES.get(name, 1 << 30):
                 raise ValueError(f"{path} is not a valid checkpoint: its {name} is {info.file_size:,} bytes")
+            if info.flag_bits & _ENCRYPTED:  # zipfile would raise a RuntimeError asking for a password
+                raise ValueError(f"{path} is not a valid checkpoint: its {name} is encrypted (a checkpoint never is)")
             return archive.read(name)
     except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, OSError) as error:
         # BadZipFile is no ValueError, so callers (uno-evaluate, the trainer) would show a bare traceback
@@ -143,11 +149,8 @@ def _read_member(path: Path, name: str) -> bytes:
 
 
 def _json_member(path: Path, name: str) -> Any:
-    try:
-        return json.loads(_read_member(path, name))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
-        raise ValueError(f"{path} is not a valid checkpoint: its {name} is not JSON ({short_repr(str(error))})") \
-            from None
+    """A JSON member of a checkpoint zip (:func:`agents.files.parse_json`: a crafted one is a ``ValueError``)."""
+    return parse_json(_read_member(path, name), f"{path} is not a valid checkpoint: its {name}")
 
 
 def _is_int(value: Any, low: int, high: int) -> bool:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.shipped import MODELS_DIR  # a bare name like ``search-q-none`` is MODELS_DIR / name
+from train.output import printable
 from uno_env.cards import short_repr
 from uno_env.policy import Policy, make_policy, policy_names
 
@@ -31,14 +32,18 @@ CHECKPOINT_NAMES = ("model.zip", "best_model.zip")
 
 
 def checkpoint_path(spec: str) -> Path | None:
-    """The checkpoint file a spec names, or None when the spec is not a checkpoint."""
-    for base in (Path(spec), MODELS_DIR / spec):
-        if base.is_file() and base.suffix == ".zip":
-            return base
-        if base.is_dir():
-            for name in CHECKPOINT_NAMES:
-                if (base / name).is_file():
-                    return base / name
+    """The checkpoint file a spec names, or None when the spec is not a checkpoint (or names a path this process
+    may not look at: :func:`validate_spec` says so)."""
+    try:
+        for base in (Path(spec), MODELS_DIR / spec):
+            if base.is_file() and base.suffix == ".zip":
+                return base
+            if base.is_dir():
+                for name in CHECKPOINT_NAMES:
+                    if (base / name).is_file():
+                        return base / name
+    except OSError:  # a folder on the way it may not enter (pathlib raises PermissionError there), a name too long
+        return None
     return None
 
 
@@ -69,6 +74,12 @@ def unknown_player(spec: str) -> str:
 
 def _not_a_player(spec: str) -> str:
     path = Path(spec)
+    try:
+        path.stat()
+    except FileNotFoundError:
+        pass
+    except OSError as error:  # e.g. a folder on its way this user may not enter
+        return f"cannot be read ({error.strerror or error})"
     if path.is_dir():
         return (f"the folder holds no {' or '.join(CHECKPOINT_NAMES)} (a run folder has best_model.zip once it "
                 "has evaluated a model)")
@@ -91,11 +102,11 @@ def _looks_like_a_path(spec: str) -> bool:
 def label(spec: str | Policy) -> str:
     """A short name for tables: the policy name, the model folder's name, or the class name."""
     if not isinstance(spec, str):
-        return getattr(spec, "name", type(spec).__name__)
+        return printable(str(getattr(spec, "name", type(spec).__name__)))
     path = Path(spec)
-    if path.suffix == ".zip":
-        return path.stem if path.stem not in ("model", "best_model") else path.parent.name
-    return path.name or spec
+    if path.suffix == ".zip":  # a file's name is shown in tables and at the table: its escape sequences must not act
+        return printable(path.stem if path.stem not in ("model", "best_model") else path.parent.name)
+    return printable(path.name or spec)
 
 
 def policy_target(spec: str) -> Any:

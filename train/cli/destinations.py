@@ -13,21 +13,31 @@ from pathlib import Path
 
 def file_problem(path: Path) -> str | None:
     """Why the file ``path`` cannot be written (its folder missing, not writable, a folder in the way), or None."""
-    if path.is_dir():
-        return "is a folder"
-    if not path.parent.is_dir():
-        return f"its folder {path.parent} does not exist"
+    try:
+        if path.is_dir():
+            return "is a folder"
+        if not path.parent.is_dir():
+            return f"its folder {path.parent} does not exist"
+    except OSError as error:  # a folder on the way this user may not enter
+        return _unreachable(error)
     return _probe(path.parent)
 
 
 def folder_problem(path: Path) -> str | None:
     """Why files cannot be written in the folder ``path`` (created later if missing), or None."""
-    if path.exists() and not path.is_dir():
-        return "exists and is not a folder"
-    existing = next((p for p in (path, *path.parents) if p.exists()), Path("."))
-    if not existing.is_dir():
-        return f"{existing} is a file, not a folder"
+    try:
+        if path.exists() and not path.is_dir():
+            return "exists and is not a folder"
+        existing = next((p for p in (path, *path.parents) if p.exists()), Path("."))
+        if not existing.is_dir():
+            return f"{existing} is a file, not a folder"
+    except OSError as error:  # a folder on the way this user may not enter
+        return _unreachable(error)
     return _probe(existing)
+
+
+def _unreachable(error: OSError) -> str:
+    return f"cannot reach it: {error.strerror or error}" + (f" ({error.filename})" if error.filename else "")
 
 
 def _probe(folder: Path) -> str | None:

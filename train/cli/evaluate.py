@@ -35,9 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from train.cli.destinations import file_problem, folder_problem
-from train.evaluation.matches import evaluate, format_table
+from train.evaluation.matches import MAX_PAIRS, evaluate, format_table
 from train.evaluation.tournament import format_tournament, round_robin
 from train.interrupts import keeping_interrupts, terminate_as_interrupt
+from train.output import file_error, printable
 from train.specs import checkpoint_path, validate_spec
 
 #: The seed of the deals behind the published win rates (the model cards and the results page).
@@ -47,10 +48,13 @@ PUBLISHED_SEED = 12346
 def _agent_spec(spec: str) -> str:
     """Accept a training run folder for its best model even before it has one (its final checkpoint)."""
     folder = Path(spec)
-    if folder.is_dir() and checkpoint_path(spec) is None and (folder / "checkpoints").is_dir():
-        checkpoints = sorted((folder / "checkpoints").glob("step_*.zip"))
-        if checkpoints:
-            return str(checkpoints[-1])
+    try:
+        if folder.is_dir() and checkpoint_path(spec) is None and (folder / "checkpoints").is_dir():
+            checkpoints = sorted((folder / "checkpoints").glob("step_*.zip"))
+            if checkpoints:
+                return str(checkpoints[-1])
+    except OSError:  # a folder this user may not enter: validate_spec says so
+        pass
     return spec
 
 
@@ -89,6 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.pairs < 1:
         parser.error(f"--pairs must be at least 1, got {args.pairs}")
+    if args.pairs > MAX_PAIRS:
+        parser.error(f"--pairs must be at most {MAX_PAIRS}, got {args.pairs}")
     if not 0 <= args.seed < 2**31:
         parser.error(f"--seed must be in 0..{2**31 - 1}, got {args.seed}")
     if args.workers is not None and args.workers < 1:
@@ -141,7 +147,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(format_table(results))
                 payload = [r.to_dict() for r in results]
     except (ValueError, FileNotFoundError) as error:
-        print(f"uno-evaluate: error: {error}", file=sys.stderr)
+        print(f"uno-evaluate: error: {printable(str(error))}", file=sys.stderr)  # it may quote a file: one safe line
+        return 2
+    except OSError as error:  # a full disk, a folder it may not write: --checkpoint, --save-games, a player's file
+        problem = file_error(error)
+        if problem is None:
+            raise
+        print(f"uno-evaluate: error: {problem}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         kept = (f"the finished deal pairs are kept in {args.checkpoint}: the same command goes on from them"
@@ -154,7 +166,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if signal.getsignal(signal.SIGTERM) is terminate_as_interrupt:  # after a SIGTERM: ignored until the exit
             signal.signal(signal.SIGTERM, previous)
     if args.json:
-        args.json.write_text(json.dumps(payload, indent=1) + "\n")
+        try:  # written in place, not renamed into place: --json may name a device such as /dev/stdout
+            args.json.write_text(json.dumps(payload, indent=1) + "\n")
+        except OSError as error:
+            print(f"uno-evaluate: error: --json {printable(str(args.json))}: cannot write it: "
+                  f"{error.strerror or error} (the results are printed above)", file=sys.stderr)
+            return 2
     return 0
 
 

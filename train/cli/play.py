@@ -24,9 +24,10 @@ from pathlib import Path
 import numpy as np
 
 from train.cli.destinations import folder_problem
+from train.output import file_error, printable
 from train.policies import resolve_policy
 from train.specs import label, validate_spec
-from train.table.records import load_record
+from train.table.records import MAX_SEED, load_record
 from train.table.replay import replay
 from train.table.terminal import TerminalGame
 from train.table.watch import watch
@@ -34,6 +35,8 @@ from train.table.web import make_server, serve
 from uno_env.policy import Policy, policy_names
 
 FIRST_CHOICES = ("agent", "opponent", "random")
+#: The most games of a match (--games): a day of the fastest players' games.
+MAX_GAMES = 1_000_000
 #: The longest --pace (an hour between moves): time.sleep refuses NaN and overflows on huge values.
 MAX_PACE = 3600.0
 
@@ -79,10 +82,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``uno-play`` and ``python -m train.cli.play``; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.seed is not None and not 0 <= args.seed < 2**62:
-        parser.error(f"--seed must be in 0..{2**62 - 1}, got {args.seed}")
+    if args.seed is not None and not 0 <= args.seed <= MAX_SEED:
+        parser.error(f"--seed must be in 0..{MAX_SEED}, got {args.seed}")
     if args.games is not None and args.games < 1:
         parser.error(f"--games must be at least 1, got {args.games}")
+    if args.games is not None and args.games > MAX_GAMES:
+        parser.error(f"--games must be at most {MAX_GAMES}, got {args.games}")
     if not 0 <= args.pace <= MAX_PACE:  # NaN fails the comparison too
         parser.error(f"--pace must be at least 0 and at most {MAX_PACE:g} seconds, got {args.pace}")
     if not 0 <= args.port < 65536:
@@ -97,9 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 record = load_record(args.replay)
             except OSError as err:
-                parser.error(f"--replay {args.replay}: {err.strerror or err}")
+                parser.error(f"--replay {printable(str(args.replay))}: {err.strerror or err}")
             except ValueError as err:
-                parser.error(f"--replay: {err}")
+                parser.error(f"--replay: {printable(str(err))}")  # it quotes the file
             replay(record, show_belief=args.show_belief)
         elif args.watch is not None:
             players = [_player(parser, "--watch", spec) for spec in args.watch]
@@ -119,6 +124,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nInterrupted: leaving.")
         return 130
+    except OSError as error:  # --save-games on a full disk, or a folder it may not write after all
+        problem = file_error(error)
+        if problem is None:
+            raise
+        print(f"uno-play: error: {problem}", file=sys.stderr)
+        return 2
     return 0
 
 

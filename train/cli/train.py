@@ -17,7 +17,6 @@ the shipped default config.
 from __future__ import annotations
 
 import argparse
-import errno
 import importlib.util
 import shlex
 import signal
@@ -28,6 +27,7 @@ from pathlib import Path
 
 from train.config import ConfigError, load_config
 from train.interrupts import keeping_interrupts, terminate_as_interrupt
+from train.output import DISK_FULL, file_error, printable
 from train.shipped import config_listing, find_config
 from train.training.trainer import TrainingInterrupted, train
 
@@ -90,12 +90,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("uno-train: interrupted before training started; nothing was saved", file=sys.stderr)
         return 130
     except OSError as error:
-        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+        if error.errno in DISK_FULL:
+            # Every file of a run is written atomically, so a full disk leaves the run as it was at its last save.
+            resume = args.resume or run_dir
+            print(f"uno-train: disk full writing {printable(str(error.filename or 'the run folder'))}; free some "
+                  f"space, then continue with: uno-train --resume {shlex.quote(str(resume))}", file=sys.stderr)
+            return 2
+        problem = file_error(error)  # a run folder, --resume or a config file it may not read or write
+        if problem is None:
             raise
-        # Every file of a run is written atomically, so a full disk leaves the run as it was at its last save.
-        resume = args.resume or run_dir
-        print(f"uno-train: disk full writing {error.filename or 'the run folder'}; free some space, then continue "
-              f"with: uno-train --resume {shlex.quote(str(resume))}", file=sys.stderr)
+        print(f"uno-train: error: {problem}", file=sys.stderr)
         return 2
     finally:
         if signal.getsignal(signal.SIGTERM) is terminate_as_interrupt:  # after a SIGTERM: ignored until the exit

@@ -183,14 +183,41 @@ def _play_chunk(agent: Player, opponent: Player, seeds: np.ndarray, firsts: np.n
     return scores, lengths
 
 
+#: The most deal pairs an evaluation plays per matchup: hours of the fastest players' games, and arrays of tens of
+#: megabytes; more is surely a typo (``--pairs 10**20`` would ask numpy for zettabytes).
+MAX_PAIRS = 1_000_000
 #: Deal pairs in a chunk at most when a checkpoint keeps them: what a kill can cost each worker (about a minute of
 #: the guided search's games).
 CHECKPOINT_CHUNK = 20
 
 
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity where the system tells it, else all of them)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+_SAID_CLAMPED: set[int] = set()  # the worker counts already said to be too many: said once, not at every evaluation
+
+
+def pool_size(workers: int | None) -> int:
+    """How many processes a local pool asked for ``workers`` gets: ``workers``, at most :func:`usable_cores`
+    (None: that many). Every process pool of the project is sized here.
+
+    Games use a core each, so more processes only share the cores, each with its own copy of the players: a
+    hundred thousand asked for would exhaust the memory. More than the cores is said once, on standard error.
+    """
+    cores = usable_cores()
+    if workers is not None and workers > cores and workers not in _SAID_CLAMPED:
+        _SAID_CLAMPED.add(workers)
+        print(f"{workers} worker processes asked for, but this machine gives {cores} cores: using {cores}",
+              file=sys.stderr, flush=True)
+    return min(workers or cores, cores)
+
+
 def make_executor(workers: int) -> ProcessPoolExecutor:
-    """A process pool for :func:`run_matches` (forkserver: safe with torch loaded in the parent)."""
-    return ProcessPoolExecutor(max_workers=workers, mp_context=get_context("forkserver"),
+    """A process pool for :func:`run_matches` (forkserver: safe with torch loaded in the parent) of
+    :func:`pool_size` processes."""
+    return ProcessPoolExecutor(max_workers=pool_size(workers), mp_context=get_context("forkserver"),
                                initializer=_init_worker, initargs=(os.getpid(),))
 
 
@@ -237,8 +264,8 @@ def run_matches(matchups: Sequence[tuple[Player, Player]], pairs: int, seed: int
                 save_games: Path | None = None, checkpoint: Path | None = None) -> list[MatchResult]:
     """Play every (agent, opponent) matchup on the same ``pairs`` deal pairs; results in matchup order.
 
-    Games go to ``executor`` if given, else to a pool of ``workers`` processes (default: all
-    cores; 1 plays in this process). The results do not depend on how games are spread.
+    Games go to ``executor`` if given, else to a pool of ``workers`` processes (default, and at most: all
+    cores, :func:`pool_size`; 1 plays in this process). The results do not depend on how games are spread.
     ``progress`` shows a progress bar of deal pairs on standard error (tqdm; only on a terminal).
     ``save_games`` is a folder (created if missing) that receives every game's record as JSON, named by the matchup,
     ``seed`` and the deal pair (``rule-vs-random-seed0-pair00000-a.json``); a name already taken gets a number.
@@ -248,6 +275,8 @@ def run_matches(matchups: Sequence[tuple[Player, Player]], pairs: int, seed: int
     """
     if pairs < 1:
         raise ValueError(f"pairs must be at least 1, got {pairs}")
+    if pairs > MAX_PAIRS:
+        raise ValueError(f"pairs must be at most {MAX_PAIRS}, got {pairs}")
     if save_games is not None:
         save_games.mkdir(parents=True, exist_ok=True)
     seeds, firsts = deal_seeds(seed, pairs)
@@ -258,7 +287,7 @@ def run_matches(matchups: Sequence[tuple[Player, Player]], pairs: int, seed: int
     if checkpoint is not None:
         store = PairStore(checkpoint, _description(matchups, pairs, seed, n_particles, deterministic))
         store.load_into(scores, lengths, done)
-    workers = workers or os.cpu_count() or 1
+    workers = pool_size(workers) if executor is None else workers or usable_cores()
     in_process = executor is None and workers == 1
     # Chunks of deal pairs: the unit of work for the pool, of the progress bar and of a checkpoint.
     size = -(-pairs // max(1, min(pairs, 4 * workers if not in_process else 10)))

@@ -38,6 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from agents.files import naming_errors, read_json
+from train.output import printable
 from uno_env.cards import (
     CARD_NAMES,
     COLOURS,
@@ -46,6 +48,7 @@ from uno_env.cards import (
     card_actions,
     card_id,
     colour_id,
+    short_repr,
 )
 from uno_env.game import Game
 from uno_env.match import GameResult, play_game
@@ -62,6 +65,8 @@ _SEAT_NAMES = ("agent", "opponent")
 #: tables' (:class:`train.table.session.TableGame`): a drawn record may end before the game does only there.
 DECISION_LIMIT = 5000
 _WINNERS = (*WINNER_NAMES.values(), None)
+#: The largest game seed (that of ``uno-play --seed`` and of the web table).
+MAX_SEED = 2**62 - 1
 
 
 def start_scenario(game: Game) -> dict[str, Any]:
@@ -143,13 +148,15 @@ class GameRecord:
         if not (isinstance(drawn, list) and all(isinstance(d, list) for d in drawn)):
             raise ValueError("\"hidden\".\"drawn\" must be a list of card-name lists")
         seed, winner, first_from_seed = data.get("seed"), data.get("winner"), data.get("first_from_seed", False)
-        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
-            raise ValueError(f"\"seed\" must be an integer or null, got {seed!r}")
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED):
+            raise ValueError(f"\"seed\" must be an integer in 0..{MAX_SEED} or null, got {short_repr(seed)}")
         if not isinstance(first_from_seed, bool):
             raise ValueError(f"\"first_from_seed\" must be true or false, got {first_from_seed!r}")
         if winner not in _WINNERS:
             raise ValueError(f"\"winner\" must be one of {_WINNERS}, got {winner!r}")
-        record = cls(seed, (players[0], players[1]), hidden["start"], events, drawn, winner, first_from_seed)
+        # The names are shown in a terminal: escape sequences in them would act there (printable).
+        names = (printable(players[0]), printable(players[1]))
+        record = cls(seed, names, hidden["start"], events, drawn, winner, first_from_seed)
         positions(record)  # re-simulates: refuses a record the rules cannot produce
         return record
 
@@ -168,7 +175,7 @@ def create_new(path: Path, text: str) -> Path:
     """
     temporary = path.with_name(f".{path.stem}-{secrets.token_hex(6)}.partial")  # open() gives it the umask's mode
     try:
-        with open(temporary, "x") as file:
+        with naming_errors(path), open(temporary, "x") as file:
             file.write(text)
         candidate, number = path, 1
         while True:
@@ -206,14 +213,10 @@ def _layout(data: dict[str, Any]) -> str:
 
 
 def load_record(path: str | Path) -> GameRecord:
-    """Read a record written by :meth:`GameRecord.save`; ``ValueError`` for a file that is not one."""
+    """Read a record written by :meth:`GameRecord.save`; ``ValueError`` naming the file for a file that is not one
+    (:func:`agents.files.read_json`: not even JSON, or crafted to be nested too deep or to hold huge numbers)."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path} is not JSON: {error}") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"{path} is not a text file") from None
+    data = read_json(path)
     try:
         return GameRecord.from_dict(data)
     except ValueError as error:

@@ -31,15 +31,16 @@ def show_position(record: GameRecord, position: Position, last: int, console: Co
     names = record.players
     console.rule(f"Move {position.index} of {last}")
     if position.mover is None:
-        console.print(f"The deal: {names[0]} against {names[1]}; {names[_seat(record.first_player)]} moves first.")
+        console.print(Text(f"The deal: {names[0]} against {names[1]}; {names[_seat(record.first_player)]} moves "
+                           "first."))
     for event in position.events:
         console.print("  ", event_text(event, names))
     for line in table_lines(position.views[0], names[0], names[1], position.views[1].hand):
         console.print(line)
     console.print(Text("(both hands shown: during the game each player saw only its own)", style="dim italic"))
     if position.index == last and record.winner is not None:
-        console.print({"agent": f"[bold]{names[0]} won.[/bold]", "opponent": f"[bold]{names[1]} won.[/bold]",
-                       "draw": "[bold]The game was drawn.[/bold]"}[record.winner])
+        console.print(Text({"agent": f"{names[0]} won.", "opponent": f"{names[1]} won.",
+                            "draw": "The game was drawn."}[record.winner], style="bold"))
     if show_belief:
         for seat in (0, 1):
             view = position.views[seat]
@@ -59,8 +60,8 @@ def replay(record: GameRecord, *, show_belief: bool = False, console: Console | 
     steps = positions(record)
     last = len(steps) - 1
     at = 0
-    console.print(f"Replay of {record.players[0]} against {record.players[1]} (seed {record.seed}): "
-                  f"{last} moves. {HELP}")
+    console.print(Text(f"Replay of {record.players[0]} against {record.players[1]} (seed {record.seed}): "
+                       f"{last} moves. {HELP}"))
     while True:
         show_position(record, steps[at], last, console, show_belief)
         while True:

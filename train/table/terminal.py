@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
 
 from train.table.console import belief_table, card_text, colour_text, event_text, line_reader, plural, table_lines
 from train.table.moves import EXAMPLES, Move, Reply, menu, parse_colour, parse_move
@@ -123,7 +125,7 @@ class TerminalGame:
             self._save(table)
         winner = table.winner
         self.console.print({"agent": "[bold green]You won![/bold green]",
-                            "opponent": f"[bold red]{self.name} won.[/bold red]",
+                            "opponent": f"[bold red]{escape(self.name)} won.[/bold red]",
                             "draw": "[bold]The game is drawn.[/bold]"}[winner or "draw"])
         return winner
 
@@ -194,7 +196,7 @@ class TerminalGame:
     def _show_score(self, score: Score, final: bool) -> None:
         drawn = f", {plural(score.drawn, 'drawn game')}" if score.drawn else ""
         title = "Match over" if final else "Score"
-        self.console.print(f"[bold]{title}: you {score.you} - {score.them} {self.name}{drawn}[/bold]")
+        self.console.print(Text(f"{title}: you {score.you} - {score.them} {self.name}{drawn}", style="bold"))
 
     def _save(self, table: TableGame) -> None:
         if self.save_dir is None:

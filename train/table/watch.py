@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.text import Text
 
 from train.table.console import event_text, table_lines
@@ -35,7 +36,8 @@ def watch(players: Sequence[Policy], names: Sequence[str], seed: int, *, games: 
     winners: list[str | None] = []
     for index in range(games):
         table = TableGame(list(players), names, seed + index, first_player=index % 2)
-        console.rule(f"Game {index + 1} of {games}: {names[0]} against {names[1]} (seed {seed + index})")
+        first, second = escape(names[0]), escape(names[1])
+        console.rule(f"Game {index + 1} of {games}: {first} against {second} (seed {seed + index})")
         _show_table(table, console, show_hands)
         while not table.done:
             seen = len(table.game.events)
@@ -51,7 +53,7 @@ def watch(players: Sequence[Policy], names: Sequence[str], seed: int, *, games: 
         wins[("agent", "opponent", "draw").index(winner or "draw")] += 1
         result = {"agent": f"{names[0]} won", "opponent": f"{names[1]} won"}.get(winner or "", "Drawn game")
         drawn = f", {wins[2]} drawn" if wins[2] else ""
-        console.print(f"[bold]{result}.  Score: {names[0]} {wins[0]} - {wins[1]} {names[1]}{drawn}[/bold]")
+        console.print(Text(f"{result}.  Score: {names[0]} {wins[0]} - {wins[1]} {names[1]}{drawn}", style="bold"))
         if save_dir is not None:
             save_dir.mkdir(parents=True, exist_ok=True)
             path = table.record().save(save_dir / f"watch-{table.seed}.json")

@@ -48,7 +48,7 @@ from tqdm import tqdm
 
 from agents.files import atomic_path, file_digest, set_aside, write_text
 from train.config import SELF, ConfigError
-from train.evaluation.matches import abandon, make_executor, worker_lost
+from train.evaluation.matches import abandon, make_executor, pool_size, worker_lost
 from train.interrupts import as_finished, signals_held
 from train.training.search_labels import BUILT_IN_BASES, SearchLabels, collect
 from uno_env.belief import BeliefKind
@@ -229,9 +229,9 @@ class Workers:
 
     @property
     def width(self) -> int:
-        """How many tasks run at once: the processes, or the Ray cluster's CPUs."""
+        """How many tasks run at once: the processes (at most the cores), or the Ray cluster's CPUs."""
         executor = self.get()
-        return executor.cpus if hasattr(executor, "cpus") else self.processes
+        return executor.cpus if hasattr(executor, "cpus") else pool_size(self.processes)
 
     def renew(self) -> Executor:
         """A new executor in place of a broken one (whose workers are stopped at once: nothing is worth waiting for,
