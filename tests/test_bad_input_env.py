@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,18 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
+import gymnasium as gym
+import numpy as np
 import pytest
+
+import uno_env
+from agents.search import SearchPolicy
+from uno_env.belief import MAX_PARTICLES, make_belief
+from uno_env.game import IllegalActionError
+from uno_env.multiagent import env as aec_env
+from uno_env.opponents import RandomPolicy, RulePolicy
+from uno_env.policy import Needs
+from uno_env.wrappers import IllegalMovePenalty
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -83,3 +95,96 @@ def test_a_read_only_install_imports_and_plays_as_an_unprivileged_user(read_only
     where, winner = result.stdout.split()
     assert Path(where).is_relative_to(read_only_package) and winner in ("agent", "opponent", "draw")
     assert not home.exists() and not list(read_only_package.rglob("__pycache__"))
+
+
+# ------------------------------------------------------------------------------------ the env and its wrappers
+@pytest.mark.parametrize("action", [0.5, 22.5, 4.0, "3", np.float64(2.0)])
+def test_the_penalty_wrapper_refuses_a_non_integer_action_as_the_env_does(action):
+    """0.5 was taken as an illegal move (a penalty) while 22.5 raised: both are no action at all."""
+    env = IllegalMovePenalty(gym.make("Uno-v0", opponent="rule"))
+    env.reset(seed=0)
+    with pytest.raises(TypeError, match=f"must be an integer in 0..60.*got {re.escape(repr(action))}"):
+        env.step(action)
+    assert env.illegal_moves == 0
+    bare = gym.make("Uno-v0", opponent="rule")
+    bare.reset(seed=0)
+    with pytest.raises(TypeError, match="must be an integer in 0..60"):
+        bare.step(action)
+
+
+def test_the_penalty_wrapper_still_charges_an_integer_out_of_range():
+    env = IllegalMovePenalty(gym.make("Uno-v0", opponent="rule"), penalty=-0.5)
+    env.reset(seed=0)
+    for action in (2**64 - 1, -1, 61):
+        _, reward, terminated, _, info = env.step(action)
+        assert reward == -0.5 and not terminated and info["illegal_action"]
+    assert env.illegal_moves == 3
+
+
+@pytest.mark.parametrize("opponent", [RandomPolicy, RulePolicy])
+def test_a_policy_class_for_an_opponent_is_refused_at_construction(opponent: type):
+    """A class passed the duck-typing check and failed at reset with AttributeError."""
+    with pytest.raises(TypeError, match=rf"got the class {opponent.__name__}: pass {opponent.__name__}\(\)"):
+        uno_env.UnoEnv(opponent=opponent)
+    with pytest.raises(TypeError, match="pass an instance|instance or a registered name"):
+        gym.make("Uno-v0", opponent=opponent)
+    uno_env.UnoEnv(opponent=opponent()).reset(seed=0)  # an instance plays
+
+
+@pytest.mark.parametrize("build", [
+    lambda n: uno_env.UnoEnv(belief="particles", n_particles=n),
+    lambda n: gym.make("Uno-v0", belief="particles", n_particles=n),
+    lambda n: aec_env(belief="particles", n_particles=n),
+    lambda n: Needs("particles", n),
+    lambda n: SearchPolicy(simulations=8, belief="particles", n_particles=n),
+    lambda n: make_belief("particles", n_particles=n, rng=np.random.default_rng(0)),
+], ids=["UnoEnv", "gym.make", "uno_v0", "Needs", "SearchPolicy", "make_belief"])
+def test_a_particle_count_beyond_the_bound_is_refused_where_it_is_given(build):
+    """10**9 particles was accepted, and the first reset tried to allocate 102 GiB."""
+    for count in (10**9, MAX_PARTICLES + 1, 0, 2.5, True):
+        with pytest.raises(ValueError, match=f"n_particles must be an int in 1..{MAX_PARTICLES:,}, got {count!r}"):
+            build(count)
+    build(16)
+
+
+def test_a_vector_env_scenario_index_that_is_no_int_is_refused_by_name():
+    """``scenario(1.5)`` ended in numpy's IndexError."""
+    envs = gym.make_vec("Uno-v0", num_envs=2, vectorization_mode="vector_entry_point", opponent="rule")
+    envs.reset(seed=0)
+    for index in (1.5, "0", None, True, 2, -1):
+        with pytest.raises(ValueError, match=rf"index must be an int in 0..1, got {index!r}"):
+            envs.scenario(index)
+    assert envs.scenario(np.int64(1))["to_move"] == "agent"
+    with pytest.raises(ValueError, match="unknown reset option.*scenario"):
+        envs.reset(options={"scenario": 1.5})
+
+
+@pytest.mark.parametrize("huge", [2**64 - 1, 2**64, 2**63])
+def test_a_vector_action_beyond_int64_is_out_of_range_not_a_non_integer(huge: int):
+    """``[2**64 - 1, 0]`` (numpy holds it as float64) was refused as "actions must be integers"."""
+    raising = gym.make_vec("Uno-v0", num_envs=2, vectorization_mode="vector_entry_point", illegal_action="raise")
+    _, info = raising.reset(seed=0)
+    legal = int(np.flatnonzero(info["action_mask"][1])[0])
+    with pytest.raises(IllegalActionError, match=rf"sub-env 0: action {huge} \(outside 0..60\)"):
+        raising.step([huge, legal])
+    if huge < 2**64:
+        with pytest.raises(IllegalActionError, match=rf"sub-env 0: action {huge} \(outside 0..60\)"):
+            raising.step(np.array([huge, legal], dtype=np.uint64))
+    losing = gym.make_vec("Uno-v0", num_envs=2, vectorization_mode="vector_entry_point")
+    _, info = losing.reset(seed=0)
+    _, rewards, terminated, _, info = losing.step([huge, int(np.flatnonzero(info["action_mask"][1])[0])])
+    assert rewards[0] == -1.0 and terminated[0] and info["illegal_action"].tolist() == [True, False]
+    with pytest.raises(TypeError, match="actions must be integers"):
+        losing.step([2.5, 0])
+
+
+def test_observing_an_unknown_agent_names_it_and_the_agents():
+    """``observe("player_7")`` raised a bare ``KeyError: 'player_7'``."""
+    env = aec_env()
+    env.reset(seed=0)
+    for call in (env.observe, env.observation_space, env.action_space):
+        with pytest.raises(KeyError, match="unknown agent 'player_7'; the agents are 'player_0', 'player_1'"):
+            call("player_7")
+    with pytest.raises(KeyError, match="unknown agent"):
+        env.observe(["player_0"])
+    assert env.observe("player_1")["action_mask"].shape == (61,)
