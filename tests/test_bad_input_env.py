@@ -9,6 +9,7 @@ true, a web client trickling its headers for ever, and ``import uno_env`` failin
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pwd
 import re
@@ -17,8 +18,10 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import typing
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -26,6 +29,8 @@ import pytest
 
 import uno_env
 from agents.search import SearchPolicy
+from train.cli.train import main as train_main
+from train.config import ConfigError, TrainConfig, load_config, parse_config
 from uno_env.belief import MAX_PARTICLES, make_belief
 from uno_env.game import IllegalActionError
 from uno_env.multiagent import env as aec_env
@@ -188,3 +193,92 @@ def test_observing_an_unknown_agent_names_it_and_the_agents():
     with pytest.raises(KeyError, match="unknown agent"):
         env.observe(["player_0"])
     assert env.observe("player_1")["action_mask"].shape == (61,)
+
+
+# ------------------------------------------------------------------------------------ the training config
+def _train_error(capsys: pytest.CaptureFixture[str], tmp_path: Path, *argv: str) -> str:
+    """``uno-train`` on ``argv``: it must exit 2 with one line on standard error, and leave no run folder."""
+    assert train_main([*argv, "--run-dir", str(tmp_path / "run"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.startswith("uno-train: config error: "), err
+    assert not (tmp_path / "run").exists()
+    return err
+
+
+def test_a_duplicate_key_is_refused_naming_it_the_file_and_the_lines(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]):
+    """PyYAML kept the last of the two silently."""
+    config = tmp_path / "twice.yaml"
+    config.write_text("total_timesteps: 1000\nexpert_iteration:\n  games: 10\n  start: rule\n  games: 20\n")
+    err = _train_error(capsys, tmp_path, str(config))
+    assert f"{config} is not valid YAML: line 5, column 3: key 'games' is given twice (first on line 3)" in err
+    for text in ("total_timesteps: 1\ntotal_timesteps: 2\n", "total_timesteps: 1\n1: a\n'1': b\n1: c\n"):
+        config.write_text(text)
+        with pytest.raises(ConfigError, match="is given twice"):
+            load_config(config)
+    # A merge key's values may be overridden in the mapping that merges them: YAML means that.
+    config.write_text("total_timesteps: 1000\nbase: &ppo {n_steps: 64, batch_size: 64}\n")
+    with pytest.raises(ConfigError, match="unknown key 'base'"):  # parsed: the schema speaks, not the YAML
+        load_config(config)
+    config.write_text("total_timesteps: 1000\nppo:\n  <<: {n_steps: 64, batch_size: 64}\n  batch_size: 32\n")
+    assert load_config(config).ppo.batch_size == 32
+    with pytest.raises(ConfigError, match="override 'ppo={a: 1, a: 2}' is not valid YAML: .*key 'a' is given twice"):
+        load_config(config, ["ppo={a: 1, a: 2}"])
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("total_timesteps: 1000\nppo:\n  n_steps: [1\n  batch_size: 8\n",
+     "line 4, column 13: expected ',' or ']', but got ':' (while parsing a flow sequence)"),
+    ("total_timesteps: 1000\nname: 2024-13-45\n", "line 2, column 7: month must be in 1..12"),
+    ("total_timesteps: 1000\nname: a\x01b\n", "line 2: special characters are not allowed (found U+0001)"),
+    ("total_timesteps: " + "9" * 5000 + "\n", "line 1, column 18: an integer of 5,000 digits (at most 100 are read)"),
+])
+def test_a_yaml_error_is_one_line_naming_the_file_the_line_and_the_problem(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, problem: str):
+    """PyYAML's message was 7 lines pointing at "<unicode string>" (a 5,000-digit integer: Python's digit limit)."""
+    config = tmp_path / "broken.yaml"
+    config.write_text(text)
+    err = _train_error(capsys, tmp_path, str(config))
+    assert f"{config} is not valid YAML: {problem}" in err and "<unicode string>" not in err
+
+
+def _count_fields(cls: Any = TrainConfig, prefix: str = "") -> list[str]:
+    """The config path of every integer field of the schema (``int`` or ``int | None``)."""
+    paths = []
+    hints = typing.get_type_hints(cls)
+    for spec in dataclasses.fields(cls):
+        kind = hints[spec.name]
+        if dataclasses.is_dataclass(kind):
+            paths += _count_fields(kind, f"{prefix}{spec.name}.")
+        elif int in (kind, *typing.get_args(kind)) and typing.get_origin(kind) is not list:  # lists: _validate's
+            paths.append(f"{prefix}{spec.name}")
+    return paths
+
+
+# A worker count is clamped to the machine's cores where its pool is made, rather than refused.
+COUNTS = [path for path in _count_fields() if path != "eval.workers"]
+
+
+@pytest.mark.parametrize("path", COUNTS)
+def test_every_count_of_the_config_has_a_maximum_named_with_the_value(path: str):
+    """Counts were only checked to be positive: 1e30 games looped on shard bookkeeping, a billion generations
+    started labelling."""
+    *sections, key = path.split(".")
+    for value in (10**30, "1e30"):
+        data: dict[str, Any] = {"total_timesteps": 1000, "ppo": {"batch_size": 8}}
+        node = data
+        for section in sections:
+            node = node.setdefault(section, {})
+        node[key] = value
+        with pytest.raises(ConfigError, match=rf"^{re.escape(path)} must be at most [0-9,]+, got {value!r}$"):
+            parse_config(data)
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("expert_iteration.games=1e30", "expert_iteration.games must be at most 1,000,000, got '1e30'"),
+    ("expert_iteration.generations=1000000000", "expert_iteration.generations must be at most 1,000, got 1000000000"),
+    ("seed=" + "1" * 5000, "line 1, column 1: an integer of 5,000 digits (at most 100 are read)"),
+])
+def test_uno_train_refuses_a_huge_count_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    override: str, message: str):
+    assert message in _train_error(capsys, tmp_path, "--set", override)
