@@ -9,16 +9,23 @@ true, a web client trickling its headers for ever, and ``import uno_env`` failin
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import json
 import os
 import pwd
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
+import time
 import typing
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +38,8 @@ import uno_env
 from agents.search import SearchPolicy
 from train.cli.train import main as train_main
 from train.config import ConfigError, TrainConfig, load_config, parse_config
+from train.table import web
+from train.table.web import make_server
 from uno_env.belief import MAX_PARTICLES, make_belief
 from uno_env.game import IllegalActionError
 from uno_env.multiagent import env as aec_env
@@ -282,3 +291,86 @@ def test_every_count_of_the_config_has_a_maximum_named_with_the_value(path: str)
 def test_uno_train_refuses_a_huge_count_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                     override: str, message: str):
     assert message in _train_error(capsys, tmp_path, "--set", override)
+
+
+# ------------------------------------------------------------------------------------ the web table
+@pytest.fixture
+def table(tmp_path: Path) -> Iterator[tuple[str, int]]:
+    """A running web table on a free port: its (host, port)."""
+    server = make_server(port=0, save_dir=tmp_path, quiet=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[:2]
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=10)
+
+
+def _post(address: tuple[str, int], path: str, body: bytes) -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(f"http://{address[0]}:{address[1]}{path}", data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+@pytest.mark.parametrize("belief", ["no", "false", 0, 1, None, [], {}])
+def test_a_json_value_of_the_wrong_type_for_belief_is_a_400_naming_it(table: tuple[str, int], belief: Any):
+    """``{"belief": "no"}`` turned the heat map on."""
+    status, answer = _post(table, "/api/games", json.dumps({"opponent": "rule", "belief": belief}).encode())
+    assert status == 400 and answer["error"] == f"belief must be true or false, got {belief!r}"
+    for flag in (True, False):
+        status, answer = _post(table, "/api/games", json.dumps({"opponent": "rule", "belief": flag}).encode())
+        assert status == 201 and ("belief" in answer) is flag
+
+
+@pytest.mark.parametrize(("route", "body"), [
+    ("/api/games", b'{"opponent": "rule", "seed": ' + b"7" * 5000 + b"}"),
+    ("/api/games", b'{"opponent": "rule", "seed": -' + b"7" * 5000 + b"}"),
+    ("/api/replays", b'{"seed": ' + b"1" * 5000 + b"}"),
+])
+def test_a_5000_digit_integer_in_a_body_is_a_400_not_a_500(table: tuple[str, int], route: str, body: bytes):
+    """Python's digit limit ended the request with a 500."""
+    status, answer = _post(table, route, body)
+    assert status == 400 and answer["error"] == "the body holds an integer of 5,000 digits (at most 40 are read)"
+    status, answer = _post(table, "/api/games", b'{"opponent": "rule", "seed": ' + b"7" * 40 + b"}")
+    assert status == 400 and answer["error"].startswith("seed must be an integer in 0..")  # its own check, named
+
+
+def _trickle(address: tuple[str, int], lines: int, pause: float) -> tuple[float, bytes]:
+    """Send a request one header line per ``pause`` seconds; (seconds until the server closed, what it sent)."""
+    started = time.monotonic()
+    answer = b""
+    with socket.create_connection(address, timeout=30) as connection:
+        connection.sendall(f"GET /api/options HTTP/1.1\r\nHost: {address[0]}:{address[1]}\r\n".encode())
+        with contextlib.suppress(OSError):  # a reset once the server has closed
+            for line in range(lines):
+                time.sleep(pause)
+                connection.sendall(f"X-Trickle-{line}: 1\r\n".encode())
+            connection.sendall(b"\r\n")
+        with contextlib.suppress(OSError):
+            while chunk := connection.recv(65536):
+                answer += chunk
+    return time.monotonic() - started, answer
+
+
+def test_a_client_trickling_its_headers_is_dropped_at_the_request_deadline(
+        table: tuple[str, int], monkeypatch: pytest.MonkeyPatch):
+    """A header line every 5 s for 30 s was answered: 150 such connections held 150 threads, never dropped."""
+    deadline = getattr(web, "REQUEST_DEADLINE", None)
+    monkeypatch.setattr(web, "REQUEST_DEADLINE", 1.0, raising=False)  # shortened: the trickle's pace is 1/10 of it
+    results: list[tuple[float, bytes]] = []
+    clients = [threading.Thread(target=lambda: results.append(_trickle(table, 40, 0.1))) for _ in range(8)]
+    for client in clients:
+        client.start()
+    for client in clients:
+        client.join(timeout=60)
+    assert len(results) == 8
+    for seconds, answer in results:
+        assert seconds < 3.5 and answer == b"", (seconds, answer[:80])  # dropped unanswered, well before 4 s
+    seconds, answer = _trickle(table, 3, 0.1)  # a request that arrives within the deadline is answered
+    assert answer.startswith(b"HTTP/1.1 200")
+    assert web.READ_TIMEOUT < deadline < 30  # the real one drops the 30 s trickle, and outlasts one stall
+
