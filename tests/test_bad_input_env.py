@@ -38,6 +38,7 @@ import uno_env
 from agents.search import SearchPolicy
 from train.cli.train import main as train_main
 from train.config import ConfigError, TrainConfig, load_config, parse_config
+from train.sweeps.config import load_sweep
 from train.table import web
 from train.table.web import make_server
 from uno_env.belief import MAX_PARTICLES, make_belief
@@ -233,6 +234,14 @@ def test_a_duplicate_key_is_refused_naming_it_the_file_and_the_lines(tmp_path: P
     assert load_config(config).ppo.batch_size == 32
     with pytest.raises(ConfigError, match="override 'ppo={a: 1, a: 2}' is not valid YAML: .*key 'a' is given twice"):
         load_config(config, ["ppo={a: 1, a: 2}"])
+
+
+def test_a_sweep_file_with_a_duplicate_key_is_refused_naming_it(tmp_path: Path):
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text("base: configs/default.yaml\ntrials: 2\nspace:\n  ppo.n_epochs: {choice: [1, 2]}\ntrials: 8\n")
+    with pytest.raises(ConfigError, match=re.escape(f"{sweep} is not valid YAML: line 5, column 1: key 'trials' is "
+                                                    "given twice (first on line 2)")):
+        load_sweep(sweep)
 
 
 @pytest.mark.parametrize(("text", "problem"), [
