@@ -343,7 +343,8 @@ def test_a_json_value_of_the_wrong_type_for_belief_is_a_400_naming_it(table: tup
 def test_a_5000_digit_integer_in_a_body_is_a_400_not_a_500(table: tuple[str, int], route: str, body: bytes):
     """Python's digit limit ended the request with a 500."""
     status, answer = _post(table, route, body)
-    assert status == 400 and answer["error"] == "the body holds an integer of 5,000 digits (at most 40 are read)"
+    assert status == 400 and answer["error"] == \
+        "the body is not JSON this program reads: it holds an integer of 5,000 digits (at most 40 are read)"
     status, answer = _post(table, "/api/games", b'{"opponent": "rule", "seed": ' + b"7" * 40 + b"}")
     assert status == 400 and answer["error"].startswith("seed must be an integer in 0..")  # its own check, named
 

@@ -33,8 +33,9 @@ Unknown game ids (a finished session, a restarted server) get a 404 that says so
 server by an IP address, ``localhost`` or the ``--host`` it was given, with its port (403 otherwise): a page of
 another site whose name was pointed at this machine (DNS rebinding) names that site. A client that stalls for
 :data:`READ_TIMEOUT` seconds in the middle of a request, or has not sent the whole of it :data:`REQUEST_DEADLINE`
-seconds after it began, is dropped; a body nested too deeply, or holding an integer of more than :data:`MAX_DIGITS`
-digits, is a 400, and so is a value of the wrong type (``"belief": "no"``), named.
+seconds after it began, is dropped; a body nested too deeply, or holding an integer of more than
+:data:`agents.files.MAX_JSON_DIGITS` digits, is a 400, and so is a value of the wrong type (``"belief": "no"``),
+named.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from agents.files import parse_json
 from train.policies import resolve_policy
 from train.shipped import MODELS_DIR
 from train.specs import label
@@ -78,9 +80,6 @@ READ_TIMEOUT = 10.0
 #: Seconds to receive a whole request (its line, headers and body): a client trickling a header line now and then
 #: never stalls for READ_TIMEOUT, and would otherwise hold its connection and thread for as long as it likes.
 REQUEST_DEADLINE = 20.0
-#: The most digits an integer of a request body may have: no seed or action needs more than 19, and Python refuses
-#: to convert more than 4,300 (an error that would be a 500).
-MAX_DIGITS = 40
 #: Connections waiting to be accepted: a page opening several games at once must not be reset.
 LISTEN_BACKLOG = 128
 _STATIC = {"/": ("index.html", "text/html; charset=utf-8"), "/app.js": ("app.js", "text/javascript; charset=utf-8"),
@@ -320,12 +319,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             raise RequestError(HTTPStatus.REQUEST_TIMEOUT, f"the body did not arrive within {READ_TIMEOUT:g} s") \
                 from None
-        try:
-            return json.loads(data, parse_int=_request_int)
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise RequestError(HTTPStatus.BAD_REQUEST, f"the body is not valid JSON: {error}") from None
-        except RecursionError:
-            raise RequestError(HTTPStatus.BAD_REQUEST, "the body nests too deeply") from None
+        try:  # the files' reader: not UTF-8, not JSON, nested too deep, an integer of thousands of digits
+            return parse_json(data, "the body")
+        except ValueError as error:
+            raise RequestError(HTTPStatus.BAD_REQUEST, str(error)) from None
 
     def _host_allowed(self) -> bool:
         """Whether the ``Host`` header names this server (answered with 403 when not)."""
@@ -368,15 +365,6 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base class's name)
         if not self.server.quiet:
             super().log_message(format, *args)
-
-
-def _request_int(digits: str) -> int:
-    """A JSON integer of a request body (``json.loads``'s ``parse_int``): a 400 beyond :data:`MAX_DIGITS` digits."""
-    count = len(digits.lstrip("-"))
-    if count > MAX_DIGITS:
-        raise RequestError(HTTPStatus.BAD_REQUEST, f"the body holds an integer of {count:,} digits (at most "
-                                                   f"{MAX_DIGITS} are read)")
-    return int(digits)
 
 
 class _DeadlineReader(io.RawIOBase):
