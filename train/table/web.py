@@ -390,7 +390,10 @@ class _DeadlineReader(io.RawIOBase):
         if left <= 0:
             raise TimeoutError(f"the request did not arrive within {REQUEST_DEADLINE:g} s")
         self.connection.settimeout(min(left, self.timeout))
-        return self.connection.recv_into(buffer)
+        try:
+            return self.connection.recv_into(buffer)
+        finally:  # the answer is written with the whole timeout, whatever was left of the request's time
+            self.connection.settimeout(self.timeout)
 
 
 def _is_address(name: str) -> bool:
