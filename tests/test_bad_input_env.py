@@ -75,10 +75,10 @@ def _unprivileged(command: list[str]) -> list[str]:
     if setpriv is None:
         pytest.skip("running as root without setpriv (util-linux) to drop to an unprivileged user")
     try:
-        pwd.getpwnam("nobody")
+        nobody = pwd.getpwnam("nobody")
     except KeyError:
         pytest.skip("no user 'nobody' to run as")
-    return [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups", *command]
+    return [setpriv, f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups", *command]
 
 
 def test_a_read_only_install_imports_and_plays_as_an_unprivileged_user(read_only_package: Path):
