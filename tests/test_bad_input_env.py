@@ -41,7 +41,7 @@ from train.config import ConfigError, TrainConfig, load_config, parse_config
 from train.sweeps.config import load_sweep
 from train.table import web
 from train.table.web import make_server
-from uno_env.belief import MAX_PARTICLES, make_belief
+from uno_env.belief import MAX_PARTICLES, ParticleBelief, TrajectoryBelief, make_belief
 from uno_env.game import IllegalActionError
 from uno_env.multiagent import env as aec_env
 from uno_env.opponents import RandomPolicy, RulePolicy
@@ -153,7 +153,9 @@ def test_a_policy_class_for_an_opponent_is_refused_at_construction(opponent: typ
     lambda n: Needs("particles", n),
     lambda n: SearchPolicy(simulations=8, belief="particles", n_particles=n),
     lambda n: make_belief("particles", n_particles=n, rng=np.random.default_rng(0)),
-], ids=["UnoEnv", "gym.make", "uno_v0", "Needs", "SearchPolicy", "make_belief"])
+    lambda n: ParticleBelief(n, np.random.default_rng(0)),
+    lambda n: TrajectoryBelief(n, np.random.default_rng(0)),
+], ids=["UnoEnv", "gym.make", "uno_v0", "Needs", "SearchPolicy", "make_belief", "ParticleBelief", "TrajectoryBelief"])
 def test_a_particle_count_beyond_the_bound_is_refused_where_it_is_given(build):
     """10**9 particles was accepted, and the first reset tried to allocate 102 GiB."""
     for count in (10**9, MAX_PARTICLES + 1, 0, 2.5, True):

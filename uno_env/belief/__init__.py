@@ -33,24 +33,22 @@ from uno_env.belief.exact import ExactBelief
 from uno_env.belief.filters import (
     BELIEF_FEATURES,
     FEATURE_NAMES,
+    MAX_PARTICLES,
     Belief,
     CountingBelief,
     NoBelief,
     ParticleBelief,
     belief_features,
+    check_particles,
     counting_features_into,
 )
 from uno_env.belief.learned import LearnedOpponent
 from uno_env.belief.models import NoisyRuleModel, OpponentModel, RandomModel, RuleModel, opponent_model
 from uno_env.belief.trajectory import TrajectoryBelief
-from uno_env.cards import short_repr
 
 #: The belief settings, the one definition: what a seat's observer tracks about the opponent's hand.
 BeliefKind = Literal["none", "counting", "particles"]
 BELIEF_KINDS: tuple[BeliefKind, ...] = get_args(BeliefKind)
-#: The most particles a filter keeps: a filter holds about 110 bytes per particle, so this bound is some tens of
-#: megabytes, far past where more particles help (docs/beliefs.md), while a mistyped count could ask for gigabytes.
-MAX_PARTICLES = 100_000
 #: Where a particle belief's opponent model comes from: ``"told"``, the model of the ``opponent_policy`` it is
 #: given (none: the plain likelihood); ``"learned"``, learned from the opponent's plays (:class:`LearnedOpponent`).
 OpponentModelSetting = Literal["told", "learned"]
@@ -62,18 +60,6 @@ __all__ = [
     "OpponentModelSetting", "ParticleBelief", "RandomModel", "RuleModel", "TrajectoryBelief", "belief_features",
     "check_opponent_model", "check_particles", "counting_features_into", "make_belief", "opponent_model",
 ]
-
-
-def check_particles(n_particles: Any) -> int:
-    """``n_particles`` as an int, if it is one in 1..:data:`MAX_PARTICLES`; else ``ValueError`` naming it and the range.
-
-    The one check of a particle count, made where a count is taken (an env, a seat's observer, a policy's
-    ``needs``, :func:`make_belief`), so a bad one is refused before any tracker is built.
-    """
-    if not isinstance(n_particles, int | np.integer) or isinstance(n_particles, bool) \
-            or not 1 <= n_particles <= MAX_PARTICLES:
-        raise ValueError(f"n_particles must be an int in 1..{MAX_PARTICLES:,}, got {short_repr(n_particles)}")
-    return int(n_particles)
 
 
 def check_opponent_model(kind: str, setting: Any, opponent_policy: Any = None) -> LearnedOpponent | None:
@@ -123,9 +109,8 @@ def make_belief(kind: BeliefKind, *, n_particles: int = 1000, rng: np.random.Gen
     if kind == "counting":
         return CountingBelief()
     if kind == "particles":
-        count = check_particles(n_particles)
         model = learned or models.opponent_model(opponent_policy)  # the argument hides the function
         if model is not None:
-            return TrajectoryBelief(count, rng, model=model)
-        return ParticleBelief(count, rng)
+            return TrajectoryBelief(n_particles, rng, model=model)
+        return ParticleBelief(n_particles, rng)
     raise ValueError(f"unknown belief kind {kind!r}; expected one of {', '.join(map(repr, BELIEF_KINDS))}")
