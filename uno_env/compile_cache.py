@@ -18,7 +18,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from numba.core import config
+from numba import config
 from numba.misc.appdirs import AppDirs
 
 
