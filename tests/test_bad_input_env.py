@@ -67,6 +67,15 @@ def read_only_package() -> Iterator[Path]:
         shutil.rmtree(folder)
 
 
+@pytest.fixture
+def shared_temporary() -> Iterator[Path]:
+    """A temporary folder every user may write in, as /tmp is (sticky: each removes only its own files)."""
+    folder = Path(tempfile.mkdtemp(prefix="uno-tmp-"))
+    folder.chmod(0o1777)
+    yield folder
+    shutil.rmtree(folder)
+
+
 def _unprivileged(command: list[str]) -> list[str]:
     """``command`` as run by a user without privileges: root drops to ``nobody``; anyone else already is one."""
     if os.geteuid() != 0:
@@ -81,18 +90,24 @@ def _unprivileged(command: list[str]) -> list[str]:
     return [setpriv, f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups", *command]
 
 
-def test_a_read_only_install_imports_and_plays_as_an_unprivileged_user(read_only_package: Path):
+def test_a_read_only_install_imports_and_plays_as_an_unprivileged_user(read_only_package: Path,
+                                                                       shared_temporary: Path):
     """numba had nowhere to write its cache (package read-only, no writable home): ``import uno_env`` raised."""
     home = read_only_package / "no-home"  # does not exist, and its parent cannot be written
     environment = {key: value for key, value in os.environ.items()
                    if not key.startswith(("NUMBA_", "XDG_", "PYTHON"))}
-    environment.update(HOME=str(home), PYTHONPATH=str(read_only_package), PYTHONDONTWRITEBYTECODE="1")
+    environment.update(HOME=str(home), PYTHONPATH=str(read_only_package), PYTHONDONTWRITEBYTECODE="1",
+                       TMPDIR=str(shared_temporary))
     reachable = subprocess.run(_unprivileged([sys.executable, "-c", "import gymnasium, numba"]), env=environment,
                                capture_output=True, text=True, timeout=120)
     if reachable.returncode != 0:  # e.g. a venv in a folder only its owner may enter
         pytest.skip(f"the unprivileged user cannot run this Python: {reachable.stderr.strip()[-300:]}")
     game = textwrap.dedent("""
+        import os
+
         import gymnasium as gym
+        import numba
+
         import uno_env
 
         env = gym.make("Uno-v0", opponent="rule")
@@ -102,14 +117,17 @@ def test_a_read_only_install_imports_and_plays_as_an_unprivileged_user(read_only
             action = int(info["action_mask"].nonzero()[0][0])
             obs, reward, terminated, truncated, info = env.step(action)
             done = terminated or truncated
-        print(uno_env.__file__, info["winner"])
+        cached = sum(len(files) for _, _, files in os.walk(numba.config.CACHE_DIR))
+        print(uno_env.__file__, info["winner"], numba.config.CACHE_DIR, cached)
     """)
     result = subprocess.run(_unprivileged([sys.executable, "-c", game]), env=environment, capture_output=True,
                             text=True, timeout=600, cwd=read_only_package)
     assert result.returncode == 0, result.stderr[-3000:]
-    where, winner = result.stdout.split()
+    where, winner, cache, cached = result.stdout.split()
     assert Path(where).is_relative_to(read_only_package) and winner in ("agent", "opponent", "draw")
     assert not home.exists() and not list(read_only_package.rglob("__pycache__"))
+    # The kernels were cached in a private temporary folder, removed when the process ended.
+    assert Path(cache).parent == shared_temporary and int(cached) > 0 and not list(shared_temporary.iterdir())
 
 
 # ------------------------------------------------------------------------------------ the env and its wrappers
