@@ -81,7 +81,14 @@ import numpy as np
 
 from agents.actor_kernels import BATCH, actor_choice, forward
 from agents.search_kernels import Playouts, deal_worlds, run_root
-from uno_env.belief import BeliefKind, LearnedOpponent, OpponentModelSetting, check_opponent_model, make_belief
+from uno_env.belief import (
+    BeliefKind,
+    LearnedOpponent,
+    OpponentModelSetting,
+    check_opponent_model,
+    check_particles,
+    make_belief,
+)
 from uno_env.cards import COPIES, NUM_ACTIONS, NUM_CARD_TYPES
 from uno_env.core import RANDOM_POLICY, RULE_POLICY, STATE_SIZE, pack_state, seed_stream
 from uno_env.game import Game
@@ -194,7 +201,7 @@ class SearchPolicy:
         self.simulations = simulations
         self.time_ms = time_ms
         self.belief = belief
-        self.n_particles = n_particles
+        self.n_particles = check_particles(n_particles)
         self._actor = rollout if isinstance(rollout, tuple) else None
         if self._actor is None and (not isinstance(rollout, str) or rollout not in ROLLOUTS):
             raise ValueError(f"rollout must be one of {', '.join(ROLLOUTS)} or a network's actor params "

@@ -86,7 +86,7 @@ def test_bad_requests_get_a_clear_4xx_and_leave_the_game_as_it_was(server):
         (call(f"{url}/moves", "POST", {"action": illegal}), 409, "not a legal move now"),
         (call(f"{url}/moves", "POST", {"action": "red:7"}), 400, "must be an integer action id"),
         (call(f"{url}/moves", "POST", {"action": True}), 400, "must be an integer action id"),
-        (call(f"{url}/moves", "POST", raw=b"{broken"), 400, "not valid JSON"),
+        (call(f"{url}/moves", "POST", raw=b"{broken"), 400, "the body is not JSON"),
         (call(f"{url}/moves", "POST", [1, 2]), 400, "must be a JSON object"),
         (call(f"{url}/moves", "POST", {"action": 1}, kind="text/plain"), 415, "application/json"),
         (call(f"{server}/api/games/0123456789abcdef/moves", "POST", {"action": 1}), 404, "start a new game"),
@@ -311,4 +311,4 @@ def test_the_host_header_must_name_this_server(server: str):
 
 def test_a_deeply_nested_body_is_a_400(server: str):
     status, answer = call(f"{server}/api/games", "POST", raw=b"[" * 200_000 + b"]" * 200_000)
-    assert status == 400 and "nests too deeply" in answer["error"]
+    assert status == 400 and "nested too deep" in answer["error"]

@@ -26,7 +26,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 import yaml
 
 from train.specs import checkpoint_path, validate_spec
-from uno_env.belief import BeliefKind
+from uno_env.belief import MAX_PARTICLES, BeliefKind
 from uno_env.cards import short_repr
 from uno_env.core import COMPILED_PLAYERS as NATIVE_OPPONENTS
 from uno_env.vector import MAX_WEIGHT
@@ -44,6 +44,76 @@ SELF = "self"
 
 class ConfigError(ValueError):
     """A config key is unknown, missing, or has a bad value; the message names the key and value."""
+
+
+#: The most digits a YAML integer may have: far more than any count needs, far fewer than Python's limit for
+#: converting digits to an int (4,300), past which it raises an error that names neither the file nor the line.
+MAX_DIGITS = 100
+
+
+class StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in one mapping and an integer of more than
+    :data:`MAX_DIGITS` digits, each with the line it is on.
+
+    PyYAML keeps the last of two equal keys silently, so a key set twice in a long config took effect from a line
+    its author may not have seen. A merge key (``<<: *defaults``) may still be overridden by the mapping's own keys,
+    as YAML means it to be.
+    """
+
+    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
+        """The mapping of ``node``; ``ConstructorError`` at the second of two equal keys."""
+        if isinstance(node, yaml.MappingNode):
+            first_of: dict[Any, yaml.Node] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)  # kept by the constructor: built once
+                try:
+                    first = first_of.setdefault(key, key_node)
+                except TypeError:  # an unhashable key: the base class refuses it
+                    continue
+                if first is not key_node:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {short_repr(key)} is given twice (first on line {first.start_mark.line + 1})",
+                        key_node.start_mark)
+        return super().construct_mapping(node, deep)
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        """The value of ``node``; a value PyYAML's constructors refuse with a bare ``ValueError`` (a date such as
+        ``2024-13-45``) becomes a ``ConstructorError`` at its line."""
+        try:
+            return super().construct_object(node, deep)
+        except ValueError as error:  # a ConstructorError is no ValueError: the innermost node's passes through
+            raise yaml.constructor.ConstructorError(None, None, str(error), node.start_mark) from None
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        """The integer of ``node``; ``ConstructorError`` when it has more than :data:`MAX_DIGITS` digits."""
+        digits = sum(character.isdigit() for character in node.value)
+        if digits > MAX_DIGITS:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"an integer of {digits:,} digits (at most {MAX_DIGITS} are read)", node.start_mark)
+        return super().construct_yaml_int(node)
+
+
+StrictLoader.add_constructor("tag:yaml.org,2002:int", StrictLoader.construct_yaml_int)
+
+
+def read_yaml(text: str, source: str) -> Any:
+    """Parse YAML ``text`` with :class:`StrictLoader`; ``ConfigError`` in one line naming ``source``, the line and
+    the problem (PyYAML's own message spans several lines and calls the text ``"<unicode string>"``)."""
+    try:
+        return yaml.load(text, Loader=StrictLoader)  # a SafeLoader: plain data only, no Python objects
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        context = f" ({error.context})" if error.context and error.problem else ""
+        raise ConfigError(f"{source} is not valid YAML: {where}{error.problem or error.context}{context}") from None
+    except yaml.reader.ReaderError as error:  # a character YAML does not allow (a control character)
+        line = text.count("\n", 0, error.position) + 1
+        raise ConfigError(f"{source} is not valid YAML: line {line}: {error.reason} (found U+{error.character:04X})") \
+            from None
+    except RecursionError:
+        raise ConfigError(f"{source} nests too deeply to be a config") from None
 
 
 def _positive(value: float) -> str | None:
@@ -78,6 +148,12 @@ def _at_most(high: float) -> Any:
 
 #: Seeds go to numpy, random and torch, which take 0..2**32-1; runs add their step and offsets to them.
 _seed = _bounded(0, 2**31 - 1)
+#: The bound of a count of environment steps: ten billion, weeks of training on any machine this runs on.
+MAX_STEPS = 10_000_000_000
+#: The bound of a count of games or deal pairs: a million, days of search labelling or of evaluation.
+MAX_GAMES = 1_000_000
+#: The bound of a count of epochs, generations and the like, which each repeat a whole stage of the run.
+MAX_ROUNDS = 1000
 
 
 def _check(check: Any) -> dict[str, Any]:
@@ -90,7 +166,7 @@ class EnvConfig:
 
     belief: BeliefKind = "none"
     first_player: Literal["agent", "opponent", "random"] = "random"
-    n_particles: int = field(default=200, metadata=_check(_bounded(1, 100_000)))
+    n_particles: int = field(default=200, metadata=_check(_bounded(1, MAX_PARTICLES)))
     max_episode_steps: int = field(default=1000, metadata=_check(_bounded(1, 10_000_000)))
     # See train.training.sb3_ppo.CardCountShaping.
     reward_shaping: float = field(default=0.0, metadata=_check(_non_negative))
@@ -104,7 +180,7 @@ class PPOConfig:
     lr_schedule: Literal["constant", "linear"] = "constant"
     n_steps: int = field(default=256, metadata=_check(_bounded(1, 1_000_000)))
     batch_size: int = field(default=512, metadata=_check(_bounded(1, 10_000_000)))
-    n_epochs: int = field(default=4, metadata=_check(_positive))
+    n_epochs: int = field(default=4, metadata=_check(_bounded(1, MAX_ROUNDS)))
     gamma: float = field(default=0.99, metadata=_check(_unit))
     gae_lambda: float = field(default=0.95, metadata=_check(_unit))
     clip_range: float = field(default=0.2, metadata=_check(_positive))
@@ -148,7 +224,7 @@ class PhaseConfig:
 class SelfPlayConfig:
     """The pool ``self`` draws from: the most recent checkpoints of this run (see ``checkpoint_every``)."""
 
-    pool_size: int = field(default=5, metadata=_check(_positive))
+    pool_size: int = field(default=5, metadata=_check(_bounded(1, MAX_ROUNDS)))
 
 
 @dataclass
@@ -189,20 +265,20 @@ class ExpertIterationConfig:
     """
 
     start: str | None = None
-    generations: int = field(default=1, metadata=_check(_positive))
-    games: int = field(default=2000, metadata=_check(_positive))
+    generations: int = field(default=1, metadata=_check(_bounded(1, MAX_ROUNDS)))
+    games: int = field(default=2000, metadata=_check(_bounded(1, MAX_GAMES)))
     simulations: int = field(default=800, metadata=_check(_bounded(1, 1_000_000)))
     generation_simulations: list[int] | None = None
     belief: Literal["counting", "particles", "aware"] = "counting"
-    leaf_moves: int | None = field(default=None, metadata=_check(_non_negative))
+    leaf_moves: int | None = field(default=None, metadata=_check(_bounded(0, 10_000)))
     generation_net_arch: list[int] | None = None
     shard_games: int = field(default=50, metadata=_check(_bounded(1, 1_000_000)))
-    window: int = field(default=1, metadata=_check(_positive))
-    last_window: int | None = field(default=None, metadata=_check(_positive))
-    gate_pairs: int = field(default=0, metadata=_check(_non_negative))
-    epochs: int = field(default=10, metadata=_check(_positive))
+    window: int = field(default=1, metadata=_check(_bounded(1, MAX_ROUNDS)))
+    last_window: int | None = field(default=None, metadata=_check(_bounded(1, MAX_ROUNDS)))
+    gate_pairs: int = field(default=0, metadata=_check(_bounded(0, MAX_GAMES)))
+    epochs: int = field(default=10, metadata=_check(_bounded(1, MAX_ROUNDS)))
     learning_rate: float = field(default=1e-3, metadata=_check(_at_most(1.0)))
-    batch_size: int = field(default=256, metadata=_check(_positive))
+    batch_size: int = field(default=256, metadata=_check(_bounded(1, 10_000_000)))
     centred: bool = False
     cosine: bool = False
     opponent: dict[str, float] = field(default_factory=lambda: {"rule": 1.0})
@@ -219,9 +295,9 @@ class DistilConfig:
     """
 
     labels: list[str] = field(default_factory=list)
-    epochs: int = field(default=30, metadata=_check(_positive))
+    epochs: int = field(default=30, metadata=_check(_bounded(1, MAX_ROUNDS)))
     learning_rate: float = field(default=1e-3, metadata=_check(_at_most(1.0)))
-    batch_size: int = field(default=512, metadata=_check(_positive))
+    batch_size: int = field(default=512, metadata=_check(_bounded(1, 10_000_000)))
     centred: bool = True
     cosine: bool = True
 
@@ -230,20 +306,23 @@ class DistilConfig:
 class EvalConfig:
     """Evaluation during and after training (paired, seat-balanced: see ``train.evaluation.matches``)."""
 
-    every: int = field(default=0, metadata=_check(_non_negative))  # steps between evaluations; 0: only at the end
-    pairs: int = field(default=100, metadata=_check(_positive))  # deal pairs per opponent (2 games each)
-    final_pairs: int = field(default=500, metadata=_check(_non_negative))  # for the final table; 0 skips it
+    # Steps between evaluations; 0: only at the end.
+    every: int = field(default=0, metadata=_check(_bounded(0, MAX_STEPS)))
+    pairs: int = field(default=100, metadata=_check(_bounded(1, MAX_GAMES)))  # deal pairs per opponent (2 games each)
+    final_pairs: int = field(default=500, metadata=_check(_bounded(0, MAX_GAMES)))  # for the final table; 0 skips it
     opponents: list[str] = field(default_factory=lambda: ["random", "rule"])
     seed: int = field(default=12345, metadata=_check(_seed))
     workers: int = field(default=2, metadata=_check(_positive))
-    belief_games: int = field(default=20, metadata=_check(_non_negative))  # games for the belief-quality scalars
+    # Games for the belief-quality scalars.
+    belief_games: int = field(default=20, metadata=_check(_bounded(0, MAX_GAMES)))
 
 
 @dataclass
 class TrainConfig:
     """Everything a training run needs (see ``configs/default.yaml`` for a commented example)."""
 
-    total_timesteps: int = field(metadata=_check(_non_negative))  # 0: no PPO (expert iteration or distil alone)
+    # 0: no PPO (expert iteration or distil alone).
+    total_timesteps: int = field(metadata=_check(_bounded(0, MAX_STEPS)))
     name: str = "run"
     seed: int = field(default=0, metadata=_check(_seed))
     n_envs: int = field(default=8, metadata=_check(_bounded(1, 1024)))
@@ -251,7 +330,7 @@ class TrainConfig:
     vec_env: Literal["dummy", "subproc", "native"] = "dummy"
     start_method: Literal["forkserver", "spawn", "fork"] = "forkserver"
     torch_threads: int = field(default=1, metadata=_check(_bounded(1, 256)))
-    checkpoint_every: int = field(default=50_000, metadata=_check(_positive))
+    checkpoint_every: int = field(default=50_000, metadata=_check(_bounded(1, MAX_STEPS)))
     progress_bar: bool = True
     env: EnvConfig = field(default_factory=EnvConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
@@ -350,7 +429,9 @@ def _parse(kind: Any, value: Any, key: str) -> Any:
     if number is None:
         raise bad()
     if kind is int:
-        if float(number) != int(number):
+        if isinstance(number, int):  # as it is: float() would round one beyond 2**53 (then "not an integer")
+            return number
+        if not number.is_integer():
             raise bad()
         return int(number)
     return float(number)
@@ -520,28 +601,21 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
         if not isinstance(child, dict):
             raise ConfigError(f"cannot set {key!r}: {'.'.join(parents[:i + 1])} is not a mapping")
         node = child
-    try:
-        node[last] = yaml.safe_load(text)
-    except (yaml.YAMLError, RecursionError) as error:
-        raise ConfigError(f"the value of override {short_repr(assignment)} is not valid YAML: "
-                          f"{short_repr(str(error) or 'nested too deeply')}") from None
+    node[last] = read_yaml(text, f"the value of override {short_repr(assignment)}")
 
 
 def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> TrainConfig:
     """Read a YAML config file, apply ``key.path=value`` overrides, validate."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        text = path.read_text()
     except FileNotFoundError:
         raise ConfigError(f"config file {path} does not exist") from None
     except UnicodeDecodeError:  # e.g. a checkpoint .zip given as the config
         raise ConfigError(f"config file {path} is not a YAML text file") from None
     except OSError as error:  # e.g. a run folder given as the config (IsADirectoryError)
         raise ConfigError(f"cannot read config file {path}: {error.strerror or error}") from None
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path} is not valid YAML: {error}") from None
-    except RecursionError:
-        raise ConfigError(f"{path} nests too deeply to be a config") from None
+    data = read_yaml(text, str(path)) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path} must hold a mapping of keys to values, got {short_repr(data)}")
     for assignment in overrides:

@@ -16,6 +16,8 @@
 
 import gymnasium as gym
 
+# First, before any kernel is defined: a read-only install gets a temporary compile cache (uno_env.compile_cache).
+import uno_env.compile_cache  # noqa: F401
 from uno_env.env import UnoEnv
 from uno_env.game import Game, IllegalActionError
 from uno_env.opponents import RandomPolicy, RulePolicy

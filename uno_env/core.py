@@ -34,7 +34,8 @@ call it, so they shuffle with a splitmix64 stream held in a ``uint64`` array of 
 caller from its own seeded generator: the same seed gives the same playout.
 
 Compilation is cached on disk (``cache=True``) next to this module; numba falls back to a user cache directory
-when the package directory is read-only, and to compiling in memory if neither is writable.
+when the package directory is read-only, and :mod:`uno_env.compile_cache` to a private temporary one (compiled once
+per process) when neither is writable.
 """
 
 from __future__ import annotations

@@ -58,12 +58,14 @@ class UnoEnv(gym.Env):
     ``info["winner"]`` (``"agent"``, ``"opponent"`` or ``"draw"``) and ``info["is_success"]``.
 
     ## Arguments
-    * ``opponent``: policy name or object playing the other seat (default ``"random"``). With ``"random"`` or
+    * ``opponent``: policy name or object playing the other seat (default ``"random"``; an instance such as
+      ``RulePolicy()``: a class is refused with ``TypeError``). With ``"random"`` or
       ``"rule"`` (the built-in classes themselves), the env plays its games compiled (:mod:`uno_env.single`): the
       same games, seed for seed, at about half the cost per step.
     * ``first_player``: ``"agent"``, ``"opponent"`` or ``"random"`` (50/50, the default).
     * ``belief``: ``"none"``, ``"counting"`` or ``"particles"``: belief features about the
-      opponent's hand in the observation (:mod:`uno_env.belief`). ``n_particles`` sets the filter size.
+      opponent's hand in the observation (:mod:`uno_env.belief`). ``n_particles`` sets the filter size (1 to
+      :data:`~uno_env.belief.MAX_PARTICLES`, 100,000; checked here, not at the first reset).
     * ``dict_obs``: a ``Dict`` observation instead of the flat ``Box``.
     * ``illegal_action``: ``"lose"`` (default, as PettingZoo and pgx) or ``"raise"``
       (:class:`~uno_env.game.IllegalActionError`, the game state unchanged). An integer outside 0..60 is

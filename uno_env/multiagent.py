@@ -188,11 +188,11 @@ class UnoAECEnv(AECEnv):
     # ------------------------------------------------------------------ PettingZoo API
     def observation_space(self, agent: str) -> spaces.Space:
         """The (cached) observation space of ``agent``."""
-        return self.observation_spaces[agent]
+        return self.observation_spaces[AGENTS[_seat_of(agent)]]
 
     def action_space(self, agent: str) -> spaces.Space:
         """The (cached) action space of ``agent``: ``Discrete(61)``."""
-        return self.action_spaces[agent]
+        return self.action_spaces[AGENTS[_seat_of(agent)]]
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         """Deal a new game (or set up ``options["scenario"]``); all randomness derives from ``seed``."""
@@ -255,7 +255,7 @@ class UnoAECEnv(AECEnv):
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         """``{"observation": float32 encoding, "action_mask": int8[61]}`` of ``agent``'s current view."""
-        view = self._views[_SEAT[agent]]
+        view = self._views[_seat_of(agent)]
         return {"observation": view.observation.copy(), "action_mask": view.action_mask}
 
     def render(self) -> str | np.ndarray | None:
@@ -315,6 +315,14 @@ class UnoAECEnv(AECEnv):
                 info = self._views[seat].to_info()
                 del info["action_mask"]  # it is in the observation dict
                 self.infos[agent] = info
+
+
+def _seat_of(agent: str) -> int:
+    """The seat of ``agent``; a ``KeyError`` (as a dict's) that names it and the agents there are."""
+    try:
+        return _SEAT[agent]
+    except (KeyError, TypeError):  # TypeError: an unhashable "name"
+        raise KeyError(f"unknown agent {agent!r}; the agents are {', '.join(map(repr, AGENTS))}") from None
 
 
 def _event_for_render(event: tuple, viewer: int, names: tuple[str, str]) -> dict[str, Any]:

@@ -30,7 +30,14 @@ import numpy as np
 from numba import njit
 
 from uno_env import core
-from uno_env.belief import BELIEF_FEATURES, BELIEF_KINDS, BeliefKind, counting_features_into, make_belief
+from uno_env.belief import (
+    BELIEF_FEATURES,
+    BELIEF_KINDS,
+    BeliefKind,
+    check_particles,
+    counting_features_into,
+    make_belief,
+)
 from uno_env.cards import COPIES, DECK_SIZE, DRAW_ACTION, NUM_ACTIONS, NUM_CARD_TYPES
 from uno_env.game import Game
 from uno_env.view import PublicView
@@ -202,10 +209,8 @@ class SeatObserver:
     def __init__(self, belief: BeliefKind = "none", n_particles: int = 1000, dict_obs: bool = False) -> None:
         if belief not in BELIEF_KINDS:
             raise ValueError(f"belief must be 'none', 'counting' or 'particles', got {belief!r}")
-        if not isinstance(n_particles, int) or isinstance(n_particles, bool) or n_particles < 1:
-            raise ValueError(f"n_particles must be a positive int, got {n_particles!r}")
         self.belief_kind = belief
-        self.n_particles = n_particles
+        self.n_particles = check_particles(n_particles)
         self.dict_obs = dict_obs
         self.tracker: Any = None
         self.belief_size = 0 if belief == "none" else BELIEF_FEATURES

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Protocol, runtime_checkable
 
-from uno_env.belief import BELIEF_KINDS, BeliefKind
+from uno_env.belief import BELIEF_KINDS, BeliefKind, check_particles
 from uno_env.opponents import RandomPolicy, RulePolicy
 from uno_env.styles import STYLES
 from uno_env.view import PublicView
@@ -70,9 +70,8 @@ class Needs:
     def __post_init__(self) -> None:
         if self.belief not in BELIEF_KINDS:
             raise ValueError(f"belief must be one of {', '.join(map(repr, BELIEF_KINDS))}, got {self.belief!r}")
-        if self.n_particles is not None and (isinstance(self.n_particles, bool) or not isinstance(self.n_particles, int)
-                                             or self.n_particles < 1):
-            raise ValueError(f"n_particles must be a positive int or None, got {self.n_particles!r}")
+        if self.n_particles is not None:
+            check_particles(self.n_particles)
 
 
 #: The needs of a policy that declares none: the base encoding, no belief features.
@@ -133,7 +132,8 @@ def policy_names() -> list[str]:
 
 
 def make_policy(spec: str | Policy) -> Policy:
-    """A policy from a registered name (``"random"``, ``"rule"``, ...) or an object with reset/act."""
+    """A policy from a registered name (``"random"``, ``"rule"``, ...) or an object with reset/act (an instance: a
+    class is refused with ``TypeError``)."""
     if isinstance(spec, str):
         factory = _REGISTRY.get(spec) or _known().get(spec)
         if factory is None:
@@ -146,6 +146,9 @@ def make_policy(spec: str | Policy) -> Policy:
                 raise
             raise ModuleNotFoundError(f"policy {spec!r} needs {error.name}, which is not installed: install the "
                                       "train extra (pip install 'uno-rl[train]')", name=error.name) from error
+    if isinstance(spec, type):  # its methods are there, unbound: it would fail only at the first reset
+        raise TypeError(f"a policy must be an instance or a registered name, got the class {spec.__name__}: pass "
+                        f"{spec.__name__}() (or a name, such as 'random' or 'rule')")
     if not (callable(getattr(spec, "act", None)) and callable(getattr(spec, "reset", None))):
         raise TypeError(f"a policy needs reset(seed) and act(view) methods; got {type(spec).__name__}")
     return spec

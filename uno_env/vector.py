@@ -440,13 +440,13 @@ class UnoVectorEnv(VectorEnv):
         """Apply one action per sub-env (an int array of shape ``(N,)``); see the class docstring."""
         if self._streams is None:
             raise RuntimeError("call reset() before step()")
-        actions = self._as_actions(actions)
+        given, actions = actions, self._as_actions(actions)
         mode = _AUTORESET[self.metadata["autoreset_mode"]]
         if mode == _AUTORESET[AutoresetMode.DISABLED] and self._ended.any():
             raise RuntimeError(f"sub-env(s) {np.flatnonzero(self._ended).tolist()} finished their games; with "
                                "autoreset_mode DISABLED, reset(options={'reset_mask': mask}) them before stepping")
         if self.illegal_action == "raise":
-            self._check_legal(actions)
+            self._check_legal(actions, given)
         ended, illegal = _step_kernel(self._games_fields(), actions, self._settings_fields(mode), self._chooser,
                                       self._params, self._outputs())
         out = self._out
@@ -467,15 +467,22 @@ class UnoVectorEnv(VectorEnv):
         return info
 
     def _as_actions(self, actions: Any) -> np.ndarray:
+        """The actions as the kernels read them, int64. Any integer outside 0..60 is illegal there: one that int64
+        cannot hold (``2**64 - 1``) wraps to a negative number (from uint64) or, from Python ints, numpy holds as
+        floats or objects and -1 stands for it."""
         array = np.asarray(actions)
-        if array.dtype.kind not in "iu":
-            raise TypeError(f"actions must be integers, got an array of dtype {array.dtype}")
         if array.shape != (self.num_envs,):
             raise ValueError(f"actions must have shape ({self.num_envs},), got {array.shape}")
-        return array.astype(np.int64, copy=False)
+        if array.dtype.kind in "iu":
+            return array.astype(np.int64, copy=False)
+        if not isinstance(actions, np.ndarray) and all(
+                isinstance(action, int | np.integer) and not isinstance(action, bool) for action in actions):
+            return np.array([action if 0 <= action < NUM_ACTIONS else -1 for action in actions], dtype=np.int64)
+        raise TypeError(f"actions must be integers, got an array of dtype {array.dtype}")
 
-    def _check_legal(self, actions: np.ndarray) -> None:
-        """``illegal_action="raise"``: refuse the batch if a running sub-env's action is not in its mask."""
+    def _check_legal(self, actions: np.ndarray, given: Any) -> None:
+        """``illegal_action="raise"``: refuse the batch if a running sub-env's action is not in its mask; ``given``
+        are the actions as passed (a message names an integer out of range as given, not as int64 holds it)."""
         in_range = (actions >= 0) & (actions < NUM_ACTIONS)
         legal = self._masks[np.arange(self.num_envs), np.where(in_range, actions, DRAW_ACTION)] != 0
         bad = np.flatnonzero(~(in_range & legal) & ~self._ended)
@@ -483,7 +490,7 @@ class UnoVectorEnv(VectorEnv):
             i, action = int(bad[0]), int(actions[bad[0]])
             listing = ", ".join(f"{a} ({action_name(a)})" for a in np.flatnonzero(self._masks[i]))
             what = f"action {action} ({action_name(action)})" if 0 <= action < NUM_ACTIONS else \
-                f"action {action} (outside 0..60)"
+                f"action {int(given[i])} (outside 0..60)"
             raise IllegalActionError(f"sub-env {i}: {what} is not legal; legal actions: {listing} "
                                      f"({bad.size} sub-env(s) with an illegal action; nothing was stepped)")
 
@@ -495,8 +502,8 @@ class UnoVectorEnv(VectorEnv):
         """
         if self._streams is None:
             raise RuntimeError("call reset() before scenario()")
-        if not 0 <= index < self.num_envs:
-            raise ValueError(f"index must be in 0..{self.num_envs - 1}, got {index!r}")
+        if not isinstance(index, int | np.integer) or isinstance(index, bool) or not 0 <= index < self.num_envs:
+            raise ValueError(f"index must be an int in 0..{self.num_envs - 1}, got {index!r}")
         state = self._states[index]
         if state[core.OUTCOME] != core.RUNNING:
             raise ValueError(f"sub-env {index}'s game is over; step it to start the next one")

@@ -25,7 +25,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from uno_env.cards import NUM_ACTIONS
+from uno_env.cards import NUM_ACTIONS, as_action
 
 
 class ActionMaskObservation(gym.Wrapper):
@@ -59,13 +59,15 @@ class ActionMaskObservation(gym.Wrapper):
 class IllegalMovePenalty(gym.Wrapper):
     """For algorithms that cannot mask: an illegal move costs ``penalty`` and the agent moves again.
 
-    An illegal action does not reach the game: ``step`` returns the same observation, reward
-    ``penalty`` (default -0.1), ``terminated = truncated = False``, and ``info`` as before with
+    An illegal action (an integer outside the mask, or outside 0..60) does not reach the game: ``step`` returns
+    the same observation, reward ``penalty`` (default -0.1), ``terminated = truncated = False``, and ``info`` as
+    before with
     ``info["illegal_action"] = True``. Every ``info`` carries ``illegal_moves``, the episode's count so
     far, so a logger can watch the learner stop trying. After ``max_retries`` illegal moves in a row at
     one position (default 500; a uniformly random player needs more than 500 tries for one legal move
     out of 61 about once in 4,000 positions) the next illegal action is passed to the env, whose
-    ``illegal_action`` setting applies (by default the game is lost): a stuck agent cannot loop for ever.
+    ``illegal_action`` setting applies (by default the game is lost): a stuck agent cannot loop for ever. An action
+    that is not an integer (a float, even ``0.5``, a string) raises ``TypeError`` naming it, as the env does.
 
     Legality comes from ``info["action_mask"]``, so this wraps ``Uno-v0`` with or without
     ``gym.make``'s wrappers (put it outside ``TimeLimit``: retries do not count as steps).
@@ -93,8 +95,8 @@ class IllegalMovePenalty(gym.Wrapper):
         mask = self._info.get("action_mask")
         if mask is None:
             raise RuntimeError("call reset() before step()")
-        action_id = _as_action(action)
-        legal = action_id is not None and bool(mask[action_id])
+        action_id = as_action(action)  # a TypeError for anything but an integer, as the env's own step
+        legal = 0 <= action_id < NUM_ACTIONS and bool(mask[action_id])
         if not legal and self._retries < self.max_retries:
             self.illegal_moves += 1
             self._retries += 1
@@ -118,11 +120,3 @@ class IllegalMovePenalty(gym.Wrapper):
             return {name: np.array(value, copy=True) for name, value in obs.items()}
         return np.array(obs, copy=True)
 
-
-def _as_action(action: Any) -> int | None:
-    """The action id of a Discrete action (int, numpy scalar or 0-d/1-element array), or None when it is none."""
-    try:
-        value = int(np.asarray(action).reshape(()))
-    except (TypeError, ValueError):
-        return None
-    return value if 0 <= value < NUM_ACTIONS else None

@@ -39,7 +39,7 @@ from typing import Any
 import yaml
 
 from agents.files import write_text
-from train.config import ConfigError, TrainConfig, config_to_dict, load_config
+from train.config import ConfigError, TrainConfig, config_to_dict, load_config, read_yaml
 from train.shipped import find_config
 from train.specs import label
 from uno_env.cards import short_repr
@@ -226,13 +226,12 @@ def load_sweep(path: str | Path, trials: int | None = None) -> SweepConfig:
     """Read and validate a sweep file; ``trials`` replaces its ``trials`` (``uno-tune --samples``)."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        text = path.read_text()
     except FileNotFoundError:
         raise ConfigError(f"sweep file {path} does not exist") from None
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"cannot read sweep file {path}: {error}") from None
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path} is not valid YAML: {error}") from None
+    data = read_yaml(text, str(path))
     if trials is not None and isinstance(data, dict):
         data["trials"] = trials
     return parse_sweep(data, str(path))

@@ -32,15 +32,22 @@ page of another site cannot send here without the browser asking first (CORS), a
 Unknown game ids (a finished session, a restarted server) get a 404 that says so. The ``Host`` header must name the
 server by an IP address, ``localhost`` or the ``--host`` it was given, with its port (403 otherwise): a page of
 another site whose name was pointed at this machine (DNS rebinding) names that site. A client that stalls for
-:data:`READ_TIMEOUT` seconds in the middle of a request is dropped, and a body nested too deeply is a 400.
+:data:`READ_TIMEOUT` seconds in the middle of a request, or has not sent the whole of it :data:`REQUEST_DEADLINE`
+seconds after it began, is dropped; a body nested too deeply, or holding an integer of more than
+:data:`agents.files.MAX_JSON_DIGITS` digits, is a 400, and so is a value of the wrong type (``"belief": "no"``),
+named.
 """
 
 from __future__ import annotations
 
+import io
 import ipaddress
 import json
+import math
 import secrets
+import socket
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -52,13 +59,14 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from agents.files import parse_json
 from train.policies import resolve_policy
 from train.shipped import MODELS_DIR
 from train.specs import label
 from train.table.console import card_label
 from train.table.records import GameRecord, Position, positions
 from train.table.session import TableGame, expected_opponent_hand
-from uno_env.cards import CARD_NAMES, COLOURS, action_card, action_colour, card_colour
+from uno_env.cards import CARD_NAMES, COLOURS, action_card, action_colour, card_colour, short_repr
 from uno_env.game import IllegalActionError
 from uno_env.policy import policy_names
 from uno_env.view import PublicView
@@ -69,6 +77,9 @@ MAX_GAMES = 64
 MAX_BODY = 1_000_000
 #: Seconds a connection may stall in the middle of a request (a promised body that never comes) before it is dropped.
 READ_TIMEOUT = 10.0
+#: Seconds to receive a whole request (its line, headers and body): a client trickling a header line now and then
+#: never stalls for READ_TIMEOUT, and would otherwise hold its connection and thread for as long as it likes.
+REQUEST_DEADLINE = 20.0
 #: Connections waiting to be accepted: a page opening several games at once must not be reset.
 LISTEN_BACKLOG = 128
 _STATIC = {"/": ("index.html", "text/html; charset=utf-8"), "/app.js": ("app.js", "text/javascript; charset=utf-8"),
@@ -133,7 +144,10 @@ class WebTable:
         except (ValueError, TypeError) as error:  # e.g. a checkpoint that became unreadable since the start
             raise RequestError(HTTPStatus.BAD_REQUEST, f"cannot seat {spec!r}: {error}") from None
         table = TableGame([None, opponent], ["you", label(spec)], seed, first_seat)
-        game = _Game(table, bool(body.get("belief", False)))
+        belief = body.get("belief", False)
+        if not isinstance(belief, bool):  # bool("no") is True
+            raise RequestError(HTTPStatus.BAD_REQUEST, f"belief must be true or false, got {short_repr(belief)}")
+        game = _Game(table, belief)
         game_id = secrets.token_hex(8)  # an id, not game randomness: unguessable, so pages cannot collide
         with self._lock:
             self._games[game_id] = game
@@ -243,6 +257,19 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = READ_TIMEOUT  # StreamRequestHandler sets it on the socket: every read waits at most this long
 
+    def setup(self) -> None:
+        """The connection's reader, bounded per request (:class:`_DeadlineReader`) instead of the socket's file."""
+        super().setup()
+        self.rfile.close()  # the socket's own file object: it would keep the socket open after the connection ends
+        self._reader = _DeadlineReader(self.connection, self.timeout)
+        self.rfile = io.BufferedReader(self._reader)
+
+    def handle_one_request(self) -> None:
+        """Read and answer one request within :data:`REQUEST_DEADLINE` seconds of starting to wait for it; the base
+        class drops a connection whose read times out."""
+        self._reader.deadline = time.monotonic() + REQUEST_DEADLINE
+        super().handle_one_request()
+
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
         if not self._host_allowed():
             return
@@ -292,12 +319,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             raise RequestError(HTTPStatus.REQUEST_TIMEOUT, f"the body did not arrive within {READ_TIMEOUT:g} s") \
                 from None
-        try:
-            return json.loads(data)
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise RequestError(HTTPStatus.BAD_REQUEST, f"the body is not valid JSON: {error}") from None
-        except RecursionError:
-            raise RequestError(HTTPStatus.BAD_REQUEST, "the body nests too deeply") from None
+        try:  # the files' reader: not UTF-8, not JSON, nested too deep, an integer of thousands of digits
+            return parse_json(data, "the body")
+        except ValueError as error:
+            raise RequestError(HTTPStatus.BAD_REQUEST, str(error)) from None
 
     def _host_allowed(self) -> bool:
         """Whether the ``Host`` header names this server (answered with 403 when not)."""
@@ -340,6 +365,35 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base class's name)
         if not self.server.quiet:
             super().log_message(format, *args)
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A connection's reads, each waiting at most ``timeout`` and all of one request ending by ``deadline``.
+
+    The socket's own timeout bounds one wait, not a request: a client sending a byte every few seconds would keep
+    a request open for ever. :class:`_Handler` sets ``deadline`` as it starts reading each request.
+    """
+
+    def __init__(self, connection: socket.socket, timeout: float) -> None:
+        super().__init__()
+        self.connection = connection
+        self.timeout = timeout
+        self.deadline = math.inf
+
+    def readable(self) -> bool:
+        """Always: this is a reader."""
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        """Receive into ``buffer``; ``TimeoutError`` once the request's deadline has passed."""
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"the request did not arrive within {REQUEST_DEADLINE:g} s")
+        self.connection.settimeout(min(left, self.timeout))
+        try:
+            return self.connection.recv_into(buffer)
+        finally:  # the answer is written with the whole timeout, whatever was left of the request's time
+            self.connection.settimeout(self.timeout)
 
 
 def _is_address(name: str) -> bool:

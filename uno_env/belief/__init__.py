@@ -33,11 +33,13 @@ from uno_env.belief.exact import ExactBelief
 from uno_env.belief.filters import (
     BELIEF_FEATURES,
     FEATURE_NAMES,
+    MAX_PARTICLES,
     Belief,
     CountingBelief,
     NoBelief,
     ParticleBelief,
     belief_features,
+    check_particles,
     counting_features_into,
 )
 from uno_env.belief.learned import LearnedOpponent
@@ -53,10 +55,10 @@ OpponentModelSetting = Literal["told", "learned"]
 OPPONENT_MODELS: tuple[OpponentModelSetting, ...] = get_args(OpponentModelSetting)
 
 __all__ = [
-    "BELIEF_FEATURES", "BELIEF_KINDS", "FEATURE_NAMES", "OPPONENT_MODELS", "Belief", "BeliefKind", "CountingBelief",
-    "ExactBelief", "LearnedOpponent", "NoBelief", "NoisyRuleModel", "OpponentModel", "OpponentModelSetting",
-    "ParticleBelief", "RandomModel", "RuleModel", "TrajectoryBelief", "belief_features", "check_opponent_model",
-    "counting_features_into", "make_belief", "opponent_model",
+    "BELIEF_FEATURES", "BELIEF_KINDS", "FEATURE_NAMES", "MAX_PARTICLES", "OPPONENT_MODELS", "Belief", "BeliefKind",
+    "CountingBelief", "ExactBelief", "LearnedOpponent", "NoBelief", "NoisyRuleModel", "OpponentModel",
+    "OpponentModelSetting", "ParticleBelief", "RandomModel", "RuleModel", "TrajectoryBelief", "belief_features",
+    "check_opponent_model", "check_particles", "counting_features_into", "make_belief", "opponent_model",
 ]
 
 
@@ -89,7 +91,7 @@ def make_belief(kind: BeliefKind, *, n_particles: int = 1000, rng: np.random.Gen
 
     Args:
         kind: ``"none"``, ``"counting"`` or ``"particles"``.
-        n_particles: N for ``"particles"`` (a positive int).
+        n_particles: N for ``"particles"`` (an int in 1..:data:`MAX_PARTICLES`).
         rng: the generator of the tracker's random draws (particles only).
         opponent_policy: the opponent's policy if known. When :func:`~uno_env.belief.models.opponent_model`
             finds its model (a policy carrying its ``likelihood_model``, as the built-in ``random`` and
@@ -107,10 +109,8 @@ def make_belief(kind: BeliefKind, *, n_particles: int = 1000, rng: np.random.Gen
     if kind == "counting":
         return CountingBelief()
     if kind == "particles":
-        if not isinstance(n_particles, int | np.integer) or isinstance(n_particles, bool) or n_particles < 1:
-            raise ValueError(f"n_particles must be a positive int, got {n_particles!r}")
         model = learned or models.opponent_model(opponent_policy)  # the argument hides the function
         if model is not None:
-            return TrajectoryBelief(int(n_particles), rng, model=model)
-        return ParticleBelief(int(n_particles), rng)
+            return TrajectoryBelief(n_particles, rng, model=model)
+        return ParticleBelief(n_particles, rng)
     raise ValueError(f"unknown belief kind {kind!r}; expected one of {', '.join(map(repr, BELIEF_KINDS))}")

@@ -8,7 +8,7 @@ seat's view right after the deal, ``update`` with each later view of that seat, 
 from __future__ import annotations
 
 import math
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from numba import njit
@@ -27,6 +27,7 @@ from uno_env.cards import (
     WILD_DRAW4,
     card_name,
     card_rank,
+    short_repr,
 )
 from uno_env.view import Event, PublicView
 
@@ -119,6 +120,24 @@ def belief_features(states: HandStates, pool: np.ndarray, top: int, colour: int)
     out = np.empty(BELIEF_FEATURES, np.float32)
     states.features_into(pool, _SETS_TABLE[colour, card_rank(top)], out)
     return out
+
+
+#: The most particles a filter keeps: a filter holds about 110 bytes per particle, so this bound is some tens of
+#: megabytes, far past where more particles help (docs/beliefs.md), while a mistyped count could ask for gigabytes.
+MAX_PARTICLES = 100_000
+
+
+def check_particles(n_particles: Any) -> int:
+    """``n_particles`` as an int, if it is one in 1..:data:`MAX_PARTICLES`; else ``ValueError`` naming it and the range.
+
+    The one check of a particle count: the filters make it as they are built, and so do the places that take a count
+    for the trackers they build later (an env, a seat's observer, a policy's ``needs``, the search player), so a bad
+    one is refused before the first reset.
+    """
+    if not isinstance(n_particles, int | np.integer) or isinstance(n_particles, bool) \
+            or not 1 <= n_particles <= MAX_PARTICLES:
+        raise ValueError(f"n_particles must be an int in 1..{MAX_PARTICLES:,}, got {short_repr(n_particles)}")
+    return int(n_particles)
 
 
 class Belief(Protocol):
@@ -264,7 +283,7 @@ class ParticleBelief(PublicTracker, _StatesBelief):
 
     def __init__(self, n_particles: int, rng: np.random.Generator, lazy: bool = True,
                  ess_threshold: float = 0.5) -> None:
-        self.n_particles = n_particles
+        self.n_particles = check_particles(n_particles)
         self.rng = rng
         self.lazy = lazy
         self.ess_threshold = ess_threshold

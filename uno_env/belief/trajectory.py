@@ -47,7 +47,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from uno_env.belief.filters import ParticleBelief, feature_sets_at
+from uno_env.belief.filters import ParticleBelief, check_particles, feature_sets_at
 from uno_env.belief.learned import LearnedOpponent
 from uno_env.belief.models import PLAIN_MODEL, OpponentModel
 from uno_env.belief.sampling import seeded_stream
@@ -98,7 +98,7 @@ class TrajectoryBelief(PublicTracker):
     def __init__(self, n_particles: int, rng: np.random.Generator,
                  model: OpponentModel | LearnedOpponent | None = None, moves: int = 40, ess_threshold: float = 0.5,
                  retries: int = 3) -> None:
-        self.n_particles = n_particles
+        self.n_particles = check_particles(n_particles)
         self.rng = rng
         self.model = model
         self.model_code = PLAIN_MODEL if model is None else model.code
