@@ -36,6 +36,7 @@ import pytest
 
 import uno_env
 from agents.search import SearchPolicy
+from train.cli.belief_quality import main as belief_quality_main
 from train.cli.train import main as train_main
 from train.config import ConfigError, TrainConfig, load_config, parse_config
 from train.sweeps.config import load_sweep
@@ -180,6 +181,16 @@ def test_a_particle_count_beyond_the_bound_is_refused_where_it_is_given(build):
         with pytest.raises(ValueError, match=f"n_particles must be an int in 1..{MAX_PARTICLES:,}, got {count!r}"):
             build(count)
     build(16)
+
+
+@pytest.mark.parametrize("option", ["--particles", "--aware", "--plain", "--trajectory", "--learned"])
+def test_the_belief_measurement_refuses_a_particle_count_beyond_the_bound_in_one_line(
+        option: str, capsys: pytest.CaptureFixture[str]):
+    """The filter's own check ended ``python -m train.cli.belief_quality`` in a traceback."""
+    with pytest.raises(SystemExit) as stop:
+        belief_quality_main([option, "1000000000", "--games", "1"])
+    assert stop.value.code == 2
+    assert f"argument {option}: at most 100,000 particles, got 1,000,000,000" in capsys.readouterr().err
 
 
 def test_a_vector_env_scenario_index_that_is_no_int_is_refused_by_name():

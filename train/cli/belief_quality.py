@@ -14,6 +14,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from train.evaluation.belief_quality import QualityResult, measure_exact, measure_quality
+from uno_env.belief import MAX_PARTICLES
 from uno_env.policy import make_policy, policy_names
 
 
@@ -27,6 +28,14 @@ def _positive(text: str) -> int:
     return value
 
 
+def _particles(text: str) -> int:
+    """A filter's particle count, refused here by name rather than as a traceback from the filter."""
+    value = _positive(text)
+    if value > MAX_PARTICLES:
+        raise argparse.ArgumentTypeError(f"at most {MAX_PARTICLES:,} particles, got {value:,}")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m train.cli.belief_quality``: print the quality tables (Markdown) for the given settings."""
     parser = argparse.ArgumentParser(prog="python -m train.cli.belief_quality", description=__doc__.split("\n\n")[0],
@@ -35,15 +44,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--tracked", default="random", help="policy of the tracked seat (default random)")
     parser.add_argument("--opponent", default="random", help="policy of the opponent (default random)")
-    parser.add_argument("--particles", type=_positive, nargs="*", default=[100, 1000],
+    parser.add_argument("--particles", type=_particles, nargs="*", default=[100, 1000],
                         help="particle counts of the plain-likelihood filters (default 100 1000)")
-    parser.add_argument("--aware", type=_positive, nargs="*", default=[1000],
+    parser.add_argument("--aware", type=_particles, nargs="*", default=[1000],
                         help="particle counts of the policy-aware filters, if the opponent has a model")
-    parser.add_argument("--plain", type=_positive, nargs="*", default=[],
+    parser.add_argument("--plain", type=_particles, nargs="*", default=[],
                         help="particle counts of non-lazy filters (lazy=False); none by default")
-    parser.add_argument("--trajectory", type=_positive, nargs="*", default=[],
+    parser.add_argument("--trajectory", type=_particles, nargs="*", default=[],
                         help="particle counts of trajectory filters with the plain likelihood; none by default")
-    parser.add_argument("--learned", type=_positive, nargs="*", default=[],
+    parser.add_argument("--learned", type=_particles, nargs="*", default=[],
                         help="particle counts of filters with the learned opponent model; none by default")
     parser.add_argument("--exact", action="store_true", help="compare with exact enumeration on small positions")
     parser.add_argument("--hands", type=_positive, default=5, help="--exact: cards per hand at the start")
