@@ -44,6 +44,7 @@ from train.table import web
 from train.table.web import make_server
 from uno_env.belief import MAX_PARTICLES, ParticleBelief, TrajectoryBelief, make_belief
 from uno_env.game import IllegalActionError
+from uno_env.match import play_game
 from uno_env.multiagent import env as aec_env
 from uno_env.opponents import RandomPolicy, RulePolicy
 from uno_env.policy import Needs
@@ -163,6 +164,13 @@ def test_a_policy_class_for_an_opponent_is_refused_at_construction(opponent: typ
     with pytest.raises(TypeError, match="pass an instance|instance or a registered name"):
         gym.make("Uno-v0", opponent=opponent)
     uno_env.UnoEnv(opponent=opponent()).reset(seed=0)  # an instance plays
+
+
+def test_a_policy_class_is_refused_where_a_game_seats_it():
+    """``play_game`` (what evaluation runs on) took a class and failed at the deal with AttributeError."""
+    with pytest.raises(TypeError, match=r"got the class RandomPolicy: pass RandomPolicy\(\)"):
+        play_game((RandomPolicy, RulePolicy()), 0)
+    assert play_game((RandomPolicy(), RulePolicy()), 0).decisions > 0
 
 
 @pytest.mark.parametrize("build", [

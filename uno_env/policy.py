@@ -146,12 +146,18 @@ def make_policy(spec: str | Policy) -> Policy:
                 raise
             raise ModuleNotFoundError(f"policy {spec!r} needs {error.name}, which is not installed: install the "
                                       "train extra (pip install 'uno-rl[train]')", name=error.name) from error
-    if isinstance(spec, type):  # its methods are there, unbound: it would fail only at the first reset
-        raise TypeError(f"a policy must be an instance or a registered name, got the class {spec.__name__}: pass "
-                        f"{spec.__name__}() (or a name, such as 'random' or 'rule')")
-    if not (callable(getattr(spec, "act", None)) and callable(getattr(spec, "reset", None))):
-        raise TypeError(f"a policy needs reset(seed) and act(view) methods; got {type(spec).__name__}")
-    return spec
+    return checked_policy(spec)
+
+
+def checked_policy(policy: Policy) -> Policy:
+    """``policy`` itself, once it is known to be an object with ``reset`` and ``act`` (``TypeError`` otherwise,
+    saying what to pass instead of a class)."""
+    if isinstance(policy, type):  # its methods are there, unbound: it would fail only at the first reset
+        raise TypeError(f"a policy must be an instance or a registered name, got the class {policy.__name__}: pass "
+                        f"{policy.__name__}() (or a name, such as 'random' or 'rule')")
+    if not (callable(getattr(policy, "act", None)) and callable(getattr(policy, "reset", None))):
+        raise TypeError(f"a policy needs reset(seed) and act(view) methods; got {type(policy).__name__}")
+    return policy
 
 
 def _known() -> dict[str, Factory | str]:

@@ -30,7 +30,7 @@ from uno_env.belief import BeliefKind
 from uno_env.core import COMPILED_PLAYERS, DETERMINISTIC_PLAYERS, RANDOM_POLICY
 from uno_env.game import Game, IllegalActionError
 from uno_env.observation import SeatObserver
-from uno_env.policy import Policy, needs_of
+from uno_env.policy import Policy, checked_policy, needs_of
 from uno_env.seeding import seed_words, seeded_generator
 from uno_env.view import PublicView
 
@@ -77,7 +77,7 @@ class Seat:
     def __init__(self, index: int, policy: Policy | None = None, *, belief: BeliefKind = "none",
                  n_particles: int = 1000, dict_obs: bool = False) -> None:
         self.index = index
-        self.policy = policy
+        self.policy = checked_policy(policy) if policy is not None else None
         if policy is not None:
             needs = needs_of(policy)
             belief, n_particles = needs.belief, needs.n_particles or n_particles
