@@ -64,9 +64,9 @@ class PairStore:
             folder.mkdir(parents=True, exist_ok=True)
             write_text(manifest, json.dumps(description, indent=1) + "\n")
 
-    def load_into(self, scores: np.ndarray, lengths: np.ndarray, done: np.ndarray) -> None:
-        """Fill the finished chunks' rows of ``scores`` and ``lengths`` (matchups, pairs, 2) and mark them in ``done``
-        (matchups, pairs)."""
+    def load_into(self, scores: np.ndarray, lengths: np.ndarray, adjusted: np.ndarray, done: np.ndarray) -> None:
+        """Fill the finished chunks' rows of ``scores``, ``lengths`` and ``adjusted`` (matchups, pairs, 2; adjusted
+        scores stay NaN in a chunk kept without them) and mark them in ``done`` (matchups, pairs)."""
         for path in self.folder.iterdir():
             match = _CHUNK.fullmatch(path.name)
             if match is None:
@@ -76,10 +76,14 @@ class PairStore:
                 raise ValueError(f"checkpoint {self.folder}: {path.name} lies outside this evaluation's pairs")
             with np.load(path) as chunk:
                 scores[m, lo:hi], lengths[m, lo:hi] = chunk["scores"], chunk["lengths"]
+                if "adjusted" in chunk.files:
+                    adjusted[m, lo:hi] = chunk["adjusted"]
             done[m, lo:hi] = True
 
-    def save(self, matchup: int, first_pair: int, scores: np.ndarray, lengths: np.ndarray) -> None:
-        """Keep one played chunk: pairs ``first_pair`` onwards of ``matchup``."""
+    def save(self, matchup: int, first_pair: int, scores: np.ndarray, lengths: np.ndarray,
+             adjusted: np.ndarray) -> None:
+        """Keep one played chunk: pairs ``first_pair`` onwards of ``matchup`` (``adjusted``: NaN without control
+        variates)."""
         name = f"matchup{matchup}-pairs{first_pair:06d}-{first_pair + len(scores):06d}.npz"
         with atomic_path(self.folder / name) as temporary, temporary.open("wb") as stream:
-            np.savez(stream, scores=scores, lengths=lengths)
+            np.savez(stream, scores=scores, lengths=lengths, adjusted=adjusted)
