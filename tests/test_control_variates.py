@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from uno_testlib import scenario
 
-from tests.uno_testlib import scenario
 from train.evaluation.control_variates import known_probabilities, replay
 from train.evaluation.matches import run_matches
 from train.evaluation.value import CURRENT, DECK, FEATURES, HANDS, PENDING, ValueFunction

@@ -22,9 +22,9 @@ from uno_testlib import capped, winner_by_rules
 from agents.ppo import SETTINGS_MEMBER, PPOPolicy, load_model, read_settings, save_model
 from train.cli.evaluate import main
 from train.evaluation.matches import MatchResult, evaluate, format_table, run_matches
-from train.evaluation.value import DEFAULT_PATH
 from train.evaluation.statistics import paired_interval
 from train.evaluation.tournament import bradley_terry, format_tournament, round_robin
+from train.evaluation.value import DEFAULT_PATH
 from uno_env.env import UnoEnv
 from uno_env.game import Game
 from uno_env.observation import encode_base
