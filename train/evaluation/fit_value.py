@@ -4,7 +4,8 @@ Games between a mix of players (the shipped networks, ``rule`` and ``random``: :
 deals derived from ``--seed``, each replayed with every card in view
 (:func:`~train.evaluation.control_variates.replay`), and every state of each game is labelled with the final score
 of the seat to move there. An MLP (:class:`~train.evaluation.value.ValueFunction`) is fitted to those labels by
-cross-entropy with Adam (torch), then saved as numpy weights (by default over the shipped
+cross-entropy (AdamW, with the colours renamed at random: the rules do not tell them apart), for as many passes
+as do best on held-out games, then saved as numpy weights (by default over the shipped
 ``train/evaluation/value_net.npz``). The same command gives the same file (one torch thread, seeded). Its report
 says how long playing and fitting took.
 
@@ -17,6 +18,7 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
+from itertools import permutations
 from pathlib import Path
 
 import numpy as np
@@ -24,8 +26,19 @@ import torch
 
 from train.evaluation.control_variates import known_probabilities, replay
 from train.evaluation.matches import deal_seeds
-from train.evaluation.value import CURRENT, DEFAULT_PATH, FEATURES, ValueFunction, features
+from train.evaluation.value import (
+    COLOUR,
+    CURRENT,
+    DECK,
+    DEFAULT_PATH,
+    FEATURES,
+    HANDS,
+    TOP,
+    ValueFunction,
+    features,
+)
 from train.policies import resolve_policy
+from uno_env.cards import NUM_CARD_TYPES, NUM_COLOURED_RANKS, NUM_COLOURS, WILD
 from uno_env.match import play_game
 from uno_env.seat import deal_game
 
@@ -65,11 +78,33 @@ def play_states(games: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return np.concatenate(states), np.concatenate(scores), np.concatenate(numbers)
 
 
+def permute_colours(states: np.ndarray, perm: Sequence[int]) -> np.ndarray:
+    """``states`` with colour ``c`` renamed ``perm[c]`` everywhere (hands, deck, top card, colour in force): the
+    rules do not tell colours apart, so these are states of the same value, which keeps the network from learning
+    one game's cards by heart."""
+    out = states.copy()
+    perm = np.asarray(perm)
+    for block in (HANDS, HANDS + NUM_CARD_TYPES, DECK):
+        for colour in range(NUM_COLOURS):
+            new = block + perm[colour] * NUM_COLOURED_RANKS
+            old = block + colour * NUM_COLOURED_RANKS
+            out[:, new:new + NUM_COLOURED_RANKS] = states[:, old:old + NUM_COLOURED_RANKS]
+    top = states[:, TOP]
+    coloured = top < WILD
+    out[coloured, TOP] = perm[top[coloured] // NUM_COLOURED_RANKS] * NUM_COLOURED_RANKS + \
+        top[coloured] % NUM_COLOURED_RANKS
+    out[:, COLOUR] = perm[states[:, COLOUR]]
+    return out
+
+
 def fit(states: np.ndarray, scores: np.ndarray, hidden: Sequence[int] = (64, 64), epochs: int = 8,
-        seed: int = 0, batch: int = 512) -> ValueFunction:
-    """An MLP fitted to the mover's ``scores`` in ``states`` (cross-entropy, Adam, ``epochs`` passes)."""
+        seed: int = 0, batch: int = 512, held_out: tuple[np.ndarray, np.ndarray] | None = None,
+        ) -> tuple[ValueFunction, list[float]]:
+    """An MLP fitted to the mover's ``scores`` in ``states`` (cross-entropy, AdamW, ``epochs`` passes, each over
+    the states with their colours renamed at random), and its cross-entropy on ``held_out`` after each pass."""
     torch.manual_seed(seed)
     torch.set_num_threads(1)
+    rng = np.random.default_rng(seed)
     sizes = [FEATURES, *hidden, 1]
     layers: list[torch.nn.Module] = []
     for i in range(len(sizes) - 1):
@@ -77,18 +112,31 @@ def fit(states: np.ndarray, scores: np.ndarray, hidden: Sequence[int] = (64, 64)
         if i < len(sizes) - 2:
             layers.append(torch.nn.ReLU())
     net = torch.nn.Sequential(*layers)
-    x, y = torch.from_numpy(features(states)), torch.from_numpy(scores.astype(np.float32))
-    optimiser = torch.optim.Adam(net.parameters(), lr=1e-3)
+    y = torch.from_numpy(scores.astype(np.float32))
+    optimiser = torch.optim.AdamW(net.parameters(), lr=1e-3, weight_decay=0.01)
     generator = torch.Generator().manual_seed(seed)
+    perms = list(permutations(range(NUM_COLOURS)))
+    losses = []
     for _ in range(epochs):
+        renamed = np.empty_like(states)
+        which = rng.integers(len(perms), size=len(states))
+        for k, perm in enumerate(perms):
+            renamed[which == k] = permute_colours(states[which == k], perm)
+        x = torch.from_numpy(features(renamed))
         for index in torch.randperm(len(x), generator=generator).split(batch):
             loss = torch.nn.functional.binary_cross_entropy_with_logits(net(x[index])[:, 0], y[index])
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
+        if held_out is not None:
+            with torch.no_grad():
+                logits = net(torch.from_numpy(features(held_out[0])))[:, 0]
+                target = torch.from_numpy(held_out[1].astype(np.float32))
+                losses.append(float(torch.nn.functional.binary_cross_entropy_with_logits(logits, target)))
     linear = [layer for layer in net if isinstance(layer, torch.nn.Linear)]
-    return ValueFunction([layer.weight.detach().numpy().T.copy() for layer in linear],
-                         [layer.bias.detach().numpy().copy() for layer in linear])
+    value = ValueFunction([layer.weight.detach().numpy().T.copy() for layer in linear],
+                          [layer.bias.detach().numpy().copy() for layer in linear])
+    return value, losses
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -101,24 +149,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=8, help="passes over the states (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=DEFAULT_PATH, help="where to write the weights (default: the "
                         "shipped file)")
+    parser.add_argument("--states", type=Path, help="keep the played states in this .npz, or read them from it if "
+                        "it exists (to refit without playing again)")
     args = parser.parse_args(argv)
     if args.games < 10:
         parser.error(f"--games must be at least 10, got {args.games}")
     start = time.perf_counter()
-    states, scores, numbers = play_states(args.games, args.seed)
+    if args.states is not None and args.states.is_file():
+        with np.load(args.states) as kept:
+            states, scores, numbers = kept["states"], kept["scores"], kept["numbers"]
+    else:
+        states, scores, numbers = play_states(args.games, args.seed)
+        if args.states is not None:
+            np.savez(args.states, states=states, scores=scores, numbers=numbers)
     played = time.perf_counter()
-    # Every tenth game is held out to report the fit's quality; the saved network then learns from all of them.
+    # Every tenth game is held out to choose the number of passes; the saved network then learns from all games
+    # for that many.
     out = numbers % 10 == 9
-    value = fit(states[~out], scores[~out], args.hidden, args.epochs, args.seed)
+    _, losses = fit(states[~out], scores[~out], args.hidden, args.epochs, args.seed,
+                    held_out=(states[out], scores[out]))
+    best = int(np.argmin(losses)) + 1
     fitted = time.perf_counter()
-    p = np.clip(value.mover(states[out]), 1e-6, 1 - 1e-6)
-    held_out = float(-np.mean(scores[out] * np.log(p) + (1 - scores[out]) * np.log(1 - p)))
-    value = fit(states, scores, args.hidden, args.epochs, args.seed)
+    value, _ = fit(states, scores, args.hidden, best, args.seed)
     done = time.perf_counter()
     value.save(args.out)
-    print(f"{args.games} games, {len(states)} states; held-out cross-entropy {held_out:.4f} (a constant 0.5 gives "
-          f"{np.log(2):.4f}); playing {played - start:.0f} s, fitting {fitted - played:.0f} s + {done - fitted:.0f} s; "
-          f"wrote {args.out}")
+    print(f"{len(np.unique(numbers))} games, {len(states)} states; held-out cross-entropy by pass "
+          f"{' '.join(f'{loss:.4f}' for loss in losses)} (a constant 0.5 gives {np.log(2):.4f}); {best} passes; "
+          f"playing {played - start:.0f} s, fitting {fitted - played:.0f} s + {done - fitted:.0f} s; wrote {args.out}")
     return 0
 
 

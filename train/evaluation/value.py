@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from uno_env.cards import COPIES, DECK_SIZE, NUM_CARD_TYPES, NUM_COLOURS
+from uno_env.cards import COPIES, DECK_SIZE, NUM_CARD_TYPES, NUM_COLOURS, PLAYABLE, card_rank
 
 _N = NUM_CARD_TYPES
 HANDS, DECK = 0, 2 * _N
@@ -30,12 +30,19 @@ TOP, COLOUR, CURRENT, PENDING = 3 * _N, 3 * _N + 1, 3 * _N + 2, 3 * _N + 3
 STATE_SIZE = 3 * _N + 4
 #: Hand sizes above this share the last of the one-hot size features.
 _SIZE_CAP = 15
+#: The scale of the counts of playable cards.
+HAND_SCALE = 7.0
 #: Inputs of the network: the mover's hand, the other hand, the deck, the top card, the colour, the cards to draw,
-#: both hand sizes one-hot, the deck's size.
-FEATURES = 3 * _N + _N + NUM_COLOURS + 1 + 2 * (_SIZE_CAP + 1) + 1
+#: both hand sizes one-hot, the deck's size, and how many cards of each hand fit the top card.
+FEATURES = 3 * _N + _N + NUM_COLOURS + 1 + 2 * (_SIZE_CAP + 1) + 1 + 2
 #: The shipped weights.
 DEFAULT_PATH = Path(__file__).with_name("value_net.npz")
 _COPIES = np.array(COPIES, dtype=np.float32)
+#: ``_FITS[colour, top card]``: which card types may be played on it (RULES.md; the engine's table).
+_FITS = np.zeros((NUM_COLOURS, _N, _N), dtype=np.float32)
+for _colour in range(NUM_COLOURS):
+    for _top in range(_N):
+        _FITS[_colour, _top, list(PLAYABLE[_colour][card_rank(_top)])] = 1.0
 
 
 def features(states: np.ndarray) -> np.ndarray:
@@ -62,6 +69,9 @@ def features(states: np.ndarray) -> np.ndarray:
     out[rows, at + np.minimum(theirs.sum(axis=1), _SIZE_CAP)] = 1.0
     at += _SIZE_CAP + 1
     out[:, at] = states[:, DECK:DECK + _N].sum(axis=1) / DECK_SIZE
+    fits = _FITS[states[:, COLOUR], states[:, TOP]]
+    out[:, at + 1] = (mine * fits).sum(axis=1) / HAND_SCALE
+    out[:, at + 2] = (theirs * fits).sum(axis=1) / HAND_SCALE
     return out
 
 
