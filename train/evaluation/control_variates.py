@@ -112,7 +112,7 @@ def replay(start: Game, events: Sequence[tuple], known: tuple[Probabilities | No
     for number, (kind, seat, value, extra) in enumerate(events, start=1):
         if kind == RESHUFFLE:
             continue  # part of the draw that follows it (or of the last draw, which the cards could not supply)
-        state = _state(start)
+        state = state_of(start)
         if kind == PLAY:
             action = play_action(value, extra)
             legal = start.legal_actions()
@@ -147,7 +147,7 @@ def replay(start: Game, events: Sequence[tuple], known: tuple[Probabilities | No
                         np.asarray(actual, dtype=np.int64))
 
 
-def _state(game: Game) -> np.ndarray:
+def state_of(game: Game) -> np.ndarray:
     """The state row of ``game`` (:mod:`train.evaluation.value`)."""
     state = np.empty(STATE_SIZE, dtype=np.int64)
     state[HANDS:HANDS + _N] = game.hands[0]
