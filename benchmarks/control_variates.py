@@ -37,7 +37,7 @@ def widths(args: argparse.Namespace) -> list[dict[str, Any]]:
         ratio = (a_high - a_low) / (high - low)
         row = {"agent": r.agent, "opponent": r.opponent, "pairs": r.pairs, "seed": args.seed, "plain": r.score,
                "plain_ci": [low, high], "adjusted": mean, "adjusted_ci": [a_low, a_high], "ratio": ratio,
-               "inside": low <= mean <= high, "pairs_needed": 2000 * ratio**2}
+               "inside": bool(low <= mean <= high), "pairs_needed": 2000 * ratio**2}
         rows.append(row)
         print(f"| {r.opponent} | {r.pairs} | {r.score:.1%} | {mean:.1%} | {(high - low) / 2:.2%} | "
               f"{(a_high - a_low) / 2:.2%} | {ratio:.2f} | {row['inside']} | {row['pairs_needed']:.0f} |")
