@@ -24,6 +24,7 @@ from train.cli.evaluate import main
 from train.evaluation.matches import MatchResult, evaluate, format_table, run_matches
 from train.evaluation.statistics import paired_interval
 from train.evaluation.tournament import bradley_terry, format_tournament, round_robin
+from train.evaluation.value import DEFAULT_PATH
 from uno_env.env import UnoEnv
 from uno_env.game import Game
 from uno_env.observation import encode_base
@@ -151,8 +152,13 @@ def test_cli_prints_a_table_and_writes_json(tmp_path: Path, capsys: pytest.Captu
     printed = capsys.readouterr().out
     assert "| rule | random | 8 |" in printed and "| rule | rule | 8 | 50.0% |" in printed
     payload = json.loads(out.read_text())
-    expected = [r.to_dict() for r in evaluate("rule", ["random", "rule"], pairs=4, seed=2, workers=1)]
+    expected = [r.to_dict() for r in evaluate("rule", ["random", "rule"], pairs=4, seed=2, workers=1,
+                                              control_variates=DEFAULT_PATH)]
     assert payload == json.loads(json.dumps(expected))
+    assert {"win_rate", "ci_low", "ci_high", "method"} == payload[0]["adjusted"].keys()
+    assert main(["rule", "--opponents", "random", "--pairs", "4", "--workers", "1", "--no-control-variates",
+                 "--json", str(out)]) == 0
+    assert "adjusted" not in json.loads(out.read_text())[0] and "adjusted" not in capsys.readouterr().out
 
 
 def test_cli_takes_a_checkpoint_or_a_run_folder(checkpoints: dict[str, Path], tmp_path: Path,

@@ -164,7 +164,8 @@ def test_a_tournament_resumes_too(tmp_path: Path, played_ranges):
 # ------------------------------------------------------------------------------------ the command, stopped for real
 def _command(folder: Path, out: Path) -> list[str]:
     return [sys.executable, "-m", "train.cli.evaluate", "rule", "--opponents", "random", "rule", "--pairs", "600",
-            "--seed", "9", "--workers", "2", "--no-progress", "--checkpoint", str(folder), "--json", str(out)]
+            "--seed", "9", "--workers", "2", "--no-progress", "--no-control-variates", "--checkpoint", str(folder),
+            "--json", str(out)]
 
 
 def _start(folder: Path, out: Path) -> subprocess.Popen:

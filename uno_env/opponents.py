@@ -36,6 +36,11 @@ class RandomPolicy:
         """:meth:`act` from the legal actions alone (the seat's fast path, :mod:`uno_env.policy`)."""
         return legal[int(self.rng.integers(len(legal)))] if len(legal) > 1 else legal[0]
 
+    def action_probabilities(self, legal: list[int], hand: list[int], opponent_hand_size: int) -> list[float]:
+        """The probability of each of ``legal`` under :meth:`act_legal`: uniform. An evaluator that knows them
+        takes this player's luck out of its scores (:mod:`uno_env.policy`, ``action_probabilities``)."""
+        return [1.0 / len(legal)] * len(legal)
+
     def words(self, count: int) -> np.ndarray:
         """The next ``count`` 32-bit draws of this policy's generator (uint32), what its choices are made of: numpy
         computes ``rng.integers(n)`` from them (Lemire's method), and so does the single env's compiled path from

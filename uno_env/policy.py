@@ -21,6 +21,10 @@ Two optional members complete the protocol:
   make exactly the decision (and the random draws) ``act`` makes on the view with these values, and must not
   modify ``legal`` or ``hand`` (they may be the game's own lists).
 
+* ``action_probabilities(legal, hand, opponent_hand_size) -> list[float]``: the probability of each of ``legal``
+  that ``act_legal`` plays it, for a policy whose move probabilities are known (``random``): an evaluator's control
+  variates then take the luck of its choices out of the scores, as they do for the draws.
+
 A policy that plays like a known model may also carry a ``likelihood_model``
 (:class:`~uno_env.belief.OpponentModel`), which policy-aware particle filters use against it.
 A policy whose decisions a compiled player makes exactly (the same actions, from the same random draws) names it

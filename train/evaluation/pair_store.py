@@ -75,9 +75,9 @@ class PairStore:
             folder.mkdir(parents=True, exist_ok=True)
             write_text(manifest, json.dumps(description, indent=1) + "\n")
 
-    def load_into(self, scores: np.ndarray, lengths: np.ndarray, done: np.ndarray) -> None:
-        """Fill the finished chunks' rows of ``scores`` and ``lengths`` (matchups, pairs, 2) and mark them in ``done``
-        (matchups, pairs).
+    def load_into(self, scores: np.ndarray, lengths: np.ndarray, adjusted: np.ndarray, done: np.ndarray) -> None:
+        """Fill the finished chunks' rows of ``scores``, ``lengths`` and ``adjusted`` (matchups, pairs, 2; adjusted
+        scores stay NaN in a chunk kept without them) and mark them in ``done`` (matchups, pairs).
 
         Raises:
             ValueError: a chunk lies outside this evaluation's pairs, holds pairs another chunk holds, or is not a
@@ -97,32 +97,35 @@ class PairStore:
                 pair = lo + int(np.argmax(done[m, lo:hi]))
                 raise ValueError(f"checkpoint {self.folder}: {other} and {printable(path.name)} both hold deal pair "
                                  f"{pair} of matchup {m}: one of them was not written by this evaluation (delete it)")
-            scores[m, lo:hi], lengths[m, lo:hi] = self._read_chunk(path, hi - lo)
+            scores[m, lo:hi], lengths[m, lo:hi], adjusted[m, lo:hi] = self._read_chunk(path, hi - lo)
             done[m, lo:hi] = True
             loaded.append((m, lo, hi, printable(path.name)))
 
-    def _read_chunk(self, path: Path, pairs: int) -> tuple[np.ndarray, np.ndarray]:
-        """The scores and lengths a chunk file of ``pairs`` deal pairs holds, checked (``ValueError`` naming it)."""
+    def _read_chunk(self, path: Path, pairs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The scores, lengths and adjusted scores (NaN if it kept none) a chunk file of ``pairs`` deal pairs holds,
+        checked (``ValueError`` naming it)."""
         try:
             with np.load(path, allow_pickle=False) as chunk:
-                arrays = {key: chunk[key] for key in ("scores", "lengths") if key in chunk.files}
+                arrays = {key: chunk[key] for key in ("scores", "lengths", "adjusted") if key in chunk.files}
         except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as error:  # truncated, a folder, ...
             reason = error.strerror if isinstance(error, OSError) and error.strerror else error
             raise self._damaged(path, f"it does not load ({reason})") from None
         problem = _chunk_problem(arrays, pairs)
         if problem is not None:
             raise self._damaged(path, problem)
-        return arrays["scores"], arrays["lengths"]
+        return arrays["scores"], arrays["lengths"], arrays.get("adjusted", np.full((pairs, 2), np.nan))
 
     def _damaged(self, path: Path, problem: str) -> ValueError:
         return ValueError(f"checkpoint {self.folder}: {printable(path.name)} is not a chunk of this evaluation: "
                           f"{printable(problem)} (delete it, and the same command plays its pairs again)")
 
-    def save(self, matchup: int, first_pair: int, scores: np.ndarray, lengths: np.ndarray) -> None:
-        """Keep one played chunk: pairs ``first_pair`` onwards of ``matchup``."""
+    def save(self, matchup: int, first_pair: int, scores: np.ndarray, lengths: np.ndarray,
+             adjusted: np.ndarray) -> None:
+        """Keep one played chunk: pairs ``first_pair`` onwards of ``matchup`` (``adjusted``: NaN without control
+        variates)."""
         path = self.folder / chunk_name(matchup, first_pair, first_pair + len(scores))
         with atomic_path(path) as temporary, temporary.open("wb") as stream:
-            np.savez(stream, scores=scores, lengths=lengths)
+            np.savez(stream, scores=scores, lengths=lengths, adjusted=adjusted)
 
 
 def _read_manifest(manifest: Path, folder: Path) -> dict[str, Any]:
@@ -154,4 +157,7 @@ def _chunk_problem(arrays: dict[str, np.ndarray], pairs: int) -> str | None:
     if not np.issubdtype(arrays["lengths"].dtype, np.integer) or not (
             (arrays["lengths"] >= 1) & (arrays["lengths"] <= DECISION_LIMIT)).all():
         return f"its lengths are not all whole numbers of moves from 1 to {DECISION_LIMIT}"
+    if "adjusted" in arrays and (arrays["adjusted"].shape != (pairs, 2)
+                                 or not np.issubdtype(arrays["adjusted"].dtype, np.floating)):
+        return f"its adjusted scores are not ({pairs}, 2) numbers"
     return None

@@ -67,6 +67,19 @@ def paired_interval(pair_scores: np.ndarray) -> tuple[float, float]:
     return low, high
 
 
+def mean_interval(observations: np.ndarray) -> tuple[float, float, float]:
+    """The mean of ``observations`` (one per deal pair) and its 95% t-interval: ``(mean, low, high)``.
+
+    Raises:
+        ValueError: fewer than 2 observations.
+    """
+    if len(observations) < 2:
+        raise ValueError(f"need at least 2 observations for an interval, got {len(observations)}")
+    mean = float(observations.mean())
+    half = t_quantile_975(len(observations) - 1) * float(observations.std(ddof=1)) / math.sqrt(len(observations))
+    return mean, mean - half, mean + half
+
+
 def difference_interval(pair_scores: np.ndarray, reference_scores: np.ndarray) -> tuple[float, float, float]:
     """Mean score difference of two players on the same deal pairs and its 95% paired t-interval.
 
@@ -77,7 +90,4 @@ def difference_interval(pair_scores: np.ndarray, reference_scores: np.ndarray) -
     if pair_scores.shape != reference_scores.shape or len(pair_scores) < 2:
         raise ValueError(f"need two (pairs, 2) score arrays of the same shape with at least 2 pairs, got "
                          f"{pair_scores.shape} and {reference_scores.shape}")
-    differences = pair_scores.mean(axis=1) - reference_scores.mean(axis=1)
-    mean = float(differences.mean())
-    half = t_quantile_975(len(differences) - 1) * float(differences.std(ddof=1)) / math.sqrt(len(differences))
-    return mean, mean - half, mean + half
+    return mean_interval(pair_scores.mean(axis=1) - reference_scores.mean(axis=1))

@@ -239,11 +239,17 @@ def record_match(policies: tuple[Policy, Policy], seed: int, first_player: int =
     """:func:`uno_env.match.play_game` (same arguments, same game), also returning the game's record.
 
     The record is taken through ``play_game``'s ``on_deal`` hook: the deal is captured before anyone moves,
-    and the events once the game is over.
+    and the events once the game is over. An ``on_deal`` among ``play_options`` gets the dealt game too.
     """
     dealt: list[tuple[dict[str, Any], Game]] = []
-    result = play_game(policies, seed, first_player, on_deal=lambda game: dealt.append((start_scenario(game), game)),
-                       **play_options)
+    also = play_options.pop("on_deal", None)
+
+    def on_deal(game: Game) -> None:
+        dealt.append((start_scenario(game), game))
+        if also is not None:
+            also(game)
+
+    result = play_game(policies, seed, first_player, on_deal=on_deal, **play_options)
     (start, game), = dealt
     names = names or [getattr(p, "name", type(p).__name__) for p in policies]
     winner = WINNER_NAMES[result.winner]
