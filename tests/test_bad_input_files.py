@@ -128,8 +128,10 @@ def _folder_in_place(folder: Path) -> None:
      _chunk(Path()).name, "not (1, 2)"),
     (lambda f: np.savez(_chunk(f), scores=np.ones((1, 2)), lengths=np.full((1, 2), -4)),
      _chunk(Path()).name, "lengths"),
+    (lambda f: np.savez(_chunk(f), scores=np.ones((1, 2)), lengths=np.full((1, 2), 30), adjusted=np.ones((3, 2))),
+     _chunk(Path()).name, "adjusted scores are not (1, 2)"),
 ], ids=["a-list", "nested", "not-utf8", "truncated", "a-folder", "no-scores", "objects", "score-2", "shape",
-        "lengths"])
+        "lengths", "adjusted"])
 def test_a_crafted_evaluation_folder_is_refused_naming_the_file(kept: Path, damage: Callable[[Path], Any],
                                                                 named: str, words: str,
                                                                 capsys: pytest.CaptureFixture[str]):
