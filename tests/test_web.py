@@ -8,6 +8,7 @@ installs both, so a skip there would hide a table nobody tested.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -23,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from train.table import web
-from train.table.records import load_record, positions, record_match
+from train.table.records import GameRecord, load_record, positions, record_match
 from train.table.web import make_server
 from uno_env.opponents import RandomPolicy, RulePolicy
 
@@ -76,6 +77,21 @@ def test_a_whole_game_through_the_api_and_its_record(server, tmp_path):
     assert status == 200 and record["winner"] == game["winner"] and record["seed"] == 4
     saved = load_record(tmp_path / "games" / "uno-web-4.json")
     assert saved.to_dict() == record and len(positions(saved)) > moves
+
+
+def test_a_full_disk_keeps_the_finished_game_and_says_its_record_was_not_saved(server, monkeypatch, capfd):
+    """Saving the record raised into the move's answer: a 500, and the game's end never shown."""
+    def full(record, path):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(GameRecord, "save", full)
+    _, game = call(f"{server}/api/games", "POST", {"opponent": "random", "seed": 4, "first": "agent"})
+    while game["winner"] is None:
+        status, game = call(f"{server}/api/games/{game['id']}/moves", "POST", {"action": game["legal"][0]["action"]})
+        assert status == 200
+    assert game["save_error"].startswith("disk full writing")
+    status, record = call(f"{server}/api/games/{game['id']}/record")
+    assert status == 200 and record["winner"] == game["winner"]
+    assert "the game's record was not saved: disk full" in capfd.readouterr().err
 
 
 def test_bad_requests_get_a_clear_4xx_and_leave_the_game_as_it_was(server):

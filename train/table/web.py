@@ -46,6 +46,7 @@ import json
 import math
 import secrets
 import socket
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -60,6 +61,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from agents.files import parse_json
+from train.output import file_error
 from train.policies import resolve_policy
 from train.shipped import MODELS_DIR
 from train.specs import label
@@ -110,6 +112,7 @@ class _Game:
     table: TableGame
     belief: bool
     lock: threading.Lock = field(default_factory=threading.Lock)
+    save_error: str | None = None  # why its record could not be saved (a full disk, say): the game goes on
 
 
 class WebTable:
@@ -205,8 +208,12 @@ class WebTable:
 
     def _finish(self, game: _Game) -> None:
         if game.table.done and self.save_dir is not None:
-            self.save_dir.mkdir(parents=True, exist_ok=True)
-            game.table.record().save(self.save_dir / f"uno-web-{game.table.seed}.json")
+            try:
+                self.save_dir.mkdir(parents=True, exist_ok=True)
+                game.table.record().save(self.save_dir / f"uno-web-{game.table.seed}.json")
+            except OSError as error:  # the finished game is still answered, and its record can still be fetched
+                game.save_error = file_error(error) or f"{self.save_dir}: {error}"
+                print(f"uno-play --web: the game's record was not saved: {game.save_error}", file=sys.stderr)
 
     def _state(self, game_id: str, game: _Game) -> dict[str, Any]:
         table = game.table
@@ -216,6 +223,8 @@ class WebTable:
                  "legal": [_move(action) for action in view.legal_actions]}
         if game.belief:
             state["belief"] = [round(float(x), 4) for x in expected_opponent_hand(view)]
+        if game.save_error is not None:
+            state["save_error"] = game.save_error
         return state
 
 
