@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 
 from train.evaluation.belief_quality import QualityResult, measure_exact, measure_quality
 from uno_env.belief import MAX_PARTICLES
+from uno_env.belief.filters import check_particles
 from uno_env.policy import make_policy, policy_names
 
 
@@ -31,9 +32,10 @@ def _positive(text: str) -> int:
 def _particles(text: str) -> int:
     """A filter's particle count, refused here by name rather than as a traceback from the filter."""
     value = _positive(text)
-    if value > MAX_PARTICLES:
-        raise argparse.ArgumentTypeError(f"at most {MAX_PARTICLES:,} particles, got {value:,}")
-    return value
+    try:
+        return check_particles(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"at most {MAX_PARTICLES:,} particles, got {value:,}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
