@@ -51,13 +51,10 @@ def wilson_interval(successes: float, n: int) -> tuple[float, float]:
 def score_interval(pair_scores: np.ndarray) -> tuple[float, float, str]:
     """95% CI of the mean score and its method (module docstring): ``(low, high, "t" or "W")``."""
     means = pair_scores.mean(axis=1)
-    n = len(means)
-    spread = means.std(ddof=1) if n > 1 else 0.0
-    if spread > 0.0:
-        half = t_quantile_975(n - 1) * spread / math.sqrt(n)
-        mean = float(means.mean())
-        if mean - half >= 0.0 and mean + half <= 1.0:
-            return mean - half, mean + half, "t"
+    if len(means) > 1 and means.std(ddof=1) > 0.0:
+        _, low, high = mean_interval(means)
+        if low >= 0.0 and high <= 1.0:
+            return low, high, "t"
     return (*wilson_interval(float(pair_scores.sum()), pair_scores.size), "W")
 
 
