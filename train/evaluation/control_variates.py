@@ -27,7 +27,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from train.evaluation.value import COLOUR, CURRENT, DECK, HANDS, PENDING, STATE_SIZE, TOP, ValueFunction
+from train.evaluation.value import (
+    COLOUR,
+    CURRENT,
+    DECK,
+    HANDS,
+    NO_RANDOM,
+    PENDING,
+    STATE_SIZE,
+    TOP,
+    ValueFunction,
+)
 from uno_env.cards import DRAW_ACTION, NUM_CARD_TYPES, action_card, action_colour, play_action
 from uno_env.core import RUNNING, after_play
 from uno_env.game import Game
@@ -61,17 +71,18 @@ class ChanceEvents:
     fixed: np.ndarray  # (rows,)
     actual: np.ndarray  # (events,) row indices
 
-    def values(self, value: ValueFunction) -> np.ndarray:
-        """Seat 0's value of every row: the score where the game is over, else ``value``'s (one batched pass)."""
+    def values(self, value: ValueFunction, random_seats: np.ndarray = NO_RANDOM) -> np.ndarray:
+        """Seat 0's value of every row: the score where the game is over, else ``value``'s (one batched pass), told
+        which seats play ``random`` (:func:`random_seats`)."""
         out = self.fixed.copy()
         running = np.isnan(out)
         if running.any():
-            out[running] = value.seat0(self.states[running])
+            out[running] = value.seat0(self.states[running], random_seats)
         return out
 
-    def correction(self, value: ValueFunction) -> float:
+    def correction(self, value: ValueFunction, random_seats: np.ndarray = NO_RANDOM) -> float:
         """The sum over the events of ``V(outcome) - E[V]``, for seat 0: what the draws and known choices added."""
-        v = self.values(value)
+        v = self.values(value, random_seats)
         return float(v[self.actual].sum() - (self.weights * v).sum())
 
 
@@ -81,7 +92,13 @@ def game_correction(seed: int, first_player: int, events: Sequence[tuple], polic
     between ``policies`` from ``seed`` and ``first_player``, whose engine events are ``events``: seat 0's adjusted
     score is its score minus this, seat 1's its score plus this."""
     known = (known_probabilities(policies[0]), known_probabilities(policies[1]))
-    return replay(deal_game(seed, first_player), events, known).correction(value)
+    return replay(deal_game(seed, first_player), events, known).correction(value, random_seats(policies))
+
+
+def random_seats(policies: Sequence[object]) -> np.ndarray:
+    """Which of the seats' players is the uniformly random one (its class names the compiled ``random`` as its
+    twin, :mod:`uno_env.policy`): what :class:`~train.evaluation.value.ValueFunction` is told."""
+    return np.array([vars(type(policy)).get("compiled_player") == "random" for policy in policies])
 
 
 def replay(start: Game, events: Sequence[tuple], known: tuple[Probabilities | None, Probabilities | None]

@@ -8,6 +8,10 @@ luck of the draw (:mod:`train.evaluation.control_variates`). A *state* here is o
 * ``TOP``, ``COLOUR``: the discard pile's top card type and the colour in force;
 * ``CURRENT``: the seat to move (or to go on drawing); ``PENDING``: the cards it must still draw.
 
+V also takes which seats play the uniformly random player (``random``, whose moves are chance events of the
+control variates): the same state is worth less to a seat that plays at random. Every other player is valued as if
+it played ``rule``.
+
 The network is a small MLP with a numpy forward pass (batched; no torch at evaluation). It sees the state from the
 side of the seat to move (:func:`features`) and predicts that seat's score (win 1, draw 1/2, loss 0); :meth:`
 ValueFunction.seat0` turns that into seat 0's. The shipped weights are ``value_net.npz`` beside this module, made by
@@ -33,8 +37,9 @@ _SIZE_CAP = 15
 #: The scale of the counts of playable cards.
 HAND_SCALE = 7.0
 #: Inputs of the network: the mover's hand, the other hand, the deck, the top card, the colour, the cards to draw,
-#: both hand sizes one-hot, the deck's size, and how many cards of each hand fit the top card.
-FEATURES = 3 * _N + _N + NUM_COLOURS + 1 + 2 * (_SIZE_CAP + 1) + 1 + 2
+#: both hand sizes one-hot, the deck's size, how many cards of each hand fit the top card, and whether the mover and
+#: the other seat play at random.
+FEATURES = 3 * _N + _N + NUM_COLOURS + 1 + 2 * (_SIZE_CAP + 1) + 1 + 2 + 2
 #: The shipped weights.
 DEFAULT_PATH = Path(__file__).with_name("value_net.npz")
 _COPIES = np.array(COPIES, dtype=np.float32)
@@ -45,8 +50,13 @@ for _colour in range(NUM_COLOURS):
         _FITS[_colour, _top, list(PLAYABLE[_colour][card_rank(_top)])] = 1.0
 
 
-def features(states: np.ndarray) -> np.ndarray:
-    """The network's inputs (float32, ``(n, FEATURES)``) of ``(n, STATE_SIZE)`` states, seen by the seat to move."""
+#: Neither seat plays at random.
+NO_RANDOM = np.zeros(2, dtype=bool)
+
+
+def features(states: np.ndarray, random_seats: np.ndarray = NO_RANDOM) -> np.ndarray:
+    """The network's inputs (float32, ``(n, FEATURES)``) of ``(n, STATE_SIZE)`` states, seen by the seat to move;
+    ``random_seats`` says which seat plays ``random``: ``(2,)`` booleans by seat, or ``(n, 2)`` one row per state."""
     n = len(states)
     mover = states[:, CURRENT]
     hands = states[:, HANDS:DECK].reshape(n, 2, _N)
@@ -72,6 +82,9 @@ def features(states: np.ndarray) -> np.ndarray:
     fits = _FITS[states[:, COLOUR], states[:, TOP]]
     out[:, at + 1] = (mine * fits).sum(axis=1) / HAND_SCALE
     out[:, at + 2] = (theirs * fits).sum(axis=1) / HAND_SCALE
+    by_seat = np.broadcast_to(np.asarray(random_seats, dtype=bool), (n, 2))
+    out[:, at + 3] = by_seat[rows, mover]
+    out[:, at + 4] = by_seat[rows, 1 - mover]
     return out
 
 
@@ -101,17 +114,19 @@ class ValueFunction:
         self.weights = [np.asarray(w, dtype=np.float32) for w in weights]
         self.biases = [np.asarray(b, dtype=np.float32) for b in biases]
 
-    def mover(self, states: np.ndarray) -> np.ndarray:
-        """The expected score (float64, ``(n,)``) of the seat to move in each of ``states``."""
-        x = features(states)
+    def mover(self, states: np.ndarray, random_seats: np.ndarray = NO_RANDOM) -> np.ndarray:
+        """The expected score (float64, ``(n,)``) of the seat to move in each of ``states`` (``random_seats`` as
+        :func:`features` takes it)."""
+        x = features(states, random_seats)
         for w, b in zip(self.weights[:-1], self.biases[:-1], strict=True):
             x = np.maximum(x @ w + b, 0.0)
         logits = (x @ self.weights[-1] + self.biases[-1])[:, 0].astype(np.float64)
         return 1.0 / (1.0 + np.exp(-logits))
 
-    def seat0(self, states: np.ndarray) -> np.ndarray:
-        """Seat 0's expected score (float64, ``(n,)``) in each of ``states``."""
-        p = self.mover(states)
+    def seat0(self, states: np.ndarray, random_seats: np.ndarray = NO_RANDOM) -> np.ndarray:
+        """Seat 0's expected score (float64, ``(n,)``) in each of ``states`` (``random_seats`` as :func:`features`
+        takes it)."""
+        p = self.mover(states, random_seats)
         return np.where(states[:, CURRENT] == 0, p, 1.0 - p)
 
     def save(self, path: Path) -> None:
