@@ -350,10 +350,11 @@ def value_of(state: np.ndarray, params: tuple) -> float:
 
 
 @njit(cache=True)
-def play_rows(games: np.ndarray, n: int, seat: int, other_policy: int, params: tuple, streams: np.ndarray,
+def play_rows(games: np.ndarray, n: int, seat: int, other_policies: np.ndarray, params: tuple, streams: np.ndarray,
               ctls: np.ndarray, legal: np.ndarray, moves: int, max_actions: int) -> None:
     """Play ``games[:n]`` on in place (at most :data:`BATCH`): ``moves`` of the actor's choices on ``seat``, the other
-    seat (and every forced move) by the built-in ``other_policy``, up to ``seat``'s next choice after them.
+    seat of game ``g`` (and every forced move) by the built-in ``other_policies[g]``, up to ``seat``'s next choice
+    after them.
 
     Game ``g`` draws from ``streams[g]`` (a one-word random stream) and is driven by ``ctls[g]``, which this fills:
     afterwards ``ctls[g, CHOICES]`` is how many legal actions ``seat`` then has (written to ``legal[g]``), or 0 once
@@ -362,7 +363,7 @@ def play_rows(games: np.ndarray, n: int, seat: int, other_policy: int, params: t
     forward pass over the games still running.
     """
     for g in range(n):
-        ctls[g] = control(seat, False, other_policy, other_policy, max_actions)
+        ctls[g] = control(seat, False, other_policies[g], other_policies[g], max_actions)
         play_turn(games[g], ctls[g], streams[g], None, None, (), legal[g], None)
     rows, choices = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
     for _ in range(moves):
@@ -393,6 +394,7 @@ def actor_simulate(state: np.ndarray, action: int, seat: int, other_policy: int,
     streams = np.empty((1, 1), dtype=np.uint64)
     streams[0, 0] = seed
     apply_action(games[0], action, streams[0])
-    play_rows(games, 1, seat, other_policy, params, streams, np.empty((1, CTL_SIZE), dtype=np.int64),
+    play_rows(games, 1, seat, np.full(1, other_policy, dtype=np.int64), params, streams,
+              np.empty((1, CTL_SIZE), dtype=np.int64),
               np.empty((1, NUM_ACTIONS), dtype=np.int64), max_actions, max_actions)
     return games[0, OUTCOME]

@@ -12,6 +12,17 @@ budget (a number of simulations, milliseconds, or both: whichever ends first) is
    actor on the searching seat: :mod:`agents.actor_kernels`; the opponent's seat may have one of its own), and
    backs up the result (win 1, draw 1/2, loss 0) into the root action's statistics.
 
+**The modelled opponent.** With a learned opponent model (``opponent_model="learned"``: the particle filter learns
+from the opponent's plays which of its candidate models it plays like, :mod:`uno_env.belief.learned`),
+``opponent_rollout="modelled"`` plays on the opponent's seat the opponent the belief has learned it is facing rather
+than a fixed player: each world gets a candidate drawn by the candidates' learned weights at the decision (the
+filter's posterior from public information alone), and its opponent rolls out with that candidate's compiled
+player (the candidate's ``player``: ``random`` for the uniform candidate, ``rule`` for the rule model). Drawing a
+candidate per world rather than playing the most probable one keeps the search's worlds a sample of what the belief
+holds: an opponent that is ``rule`` with weight 0.7 is ``rule`` in about 70% of the worlds. The candidate belongs to
+the world, so every root action meets the same opponent in world ``k`` (common random numbers below); the draws come
+from the search's seeded generator, so a seed still plays the same game.
+
 The simulations run compiled (:mod:`agents.search_kernels`: root selection, :func:`uno_env.core.simulate` and the
 backup, a batch of worlds per call; the same rules and the same rule player as in Python); each world seeds its
 own random stream.
@@ -90,7 +101,7 @@ from uno_env.belief import (
     make_belief,
 )
 from uno_env.cards import COPIES, NUM_ACTIONS, NUM_CARD_TYPES
-from uno_env.core import RANDOM_POLICY, RULE_POLICY, STATE_SIZE, pack_state, seed_stream
+from uno_env.core import COMPILED_PLAYERS, RANDOM_POLICY, RULE_POLICY, STATE_SIZE, pack_state, seed_stream
 from uno_env.game import Game
 from uno_env.match import GameResult, play_game
 from uno_env.opponents import RulePolicy
@@ -104,6 +115,9 @@ _ME = 0  # the searching seat inside a determinization
 #: The built-in rollout policies by name, as codes of the compiled players (:data:`uno_env.core.COMPILED_PLAYERS`).
 ROLLOUTS = {"random": RANDOM_POLICY, "rule": RULE_POLICY}
 RolloutName = Literal["random", "rule"]
+#: The opponent's rollout by the learned opponent model: each world's opponent is a candidate drawn by its weight.
+MODELLED = "modelled"
+OpponentRolloutName = Literal["random", "rule", "modelled"]
 
 
 class _Uniforms:
@@ -140,7 +154,10 @@ class SearchPolicy:
         rollout: the searching seat's policy finishing each simulated game: ``"random"``, ``"rule"``, or the
             ``params`` of a network's actor (:func:`agents.compiled_actor.actor_params`), all compiled.
         opponent_rollout: the opponent seat's rollout policy, ``"random"`` or ``"rule"``; ``None``: ``rollout``'s,
-            which must then be one of the two.
+            which must then be one of the two; ``"modelled"``: in each world, the compiled player of a candidate of
+            the learned opponent model drawn by its learned weight (module docstring), which needs
+            ``opponent_model="learned"`` (or a :class:`~uno_env.belief.LearnedOpponent`) whose every candidate names
+            a compiled player.
         exploration: the UCB1 constant ``c`` in ``mean + c * sqrt(ln(1 + simulations) / visits)``; rewards are in
             [0, 1].
         keep_default_z: with ``rule`` or a network rolling out, play the search's choice only if it beats that
@@ -178,7 +195,7 @@ class SearchPolicy:
         belief: BeliefKind = "particles",
         n_particles: int = 500,
         rollout: RolloutName | tuple = "rule",
-        opponent_rollout: RolloutName | None = None,
+        opponent_rollout: OpponentRolloutName | None = None,
         exploration: float = 0.7,
         keep_default_z: float | None = 1.0,
         opponent_policy: Policy | None = None,
@@ -197,7 +214,7 @@ class SearchPolicy:
             raise ValueError(f"time_ms must be positive or None, got {time_ms!r}")
         if belief not in ("counting", "particles"):
             raise ValueError(f"belief must be 'counting' or 'particles', got {belief!r}")
-        check_opponent_model(belief, opponent_model, opponent_policy)
+        learned = check_opponent_model(belief, opponent_model, opponent_policy)
         self.simulations = simulations
         self.time_ms = time_ms
         self.belief = belief
@@ -208,18 +225,28 @@ class SearchPolicy:
                              f"(agents.compiled_actor.actor_params), got {rollout!r}")
         if self._actor is not None and opponent_rollout is None:
             raise ValueError("a network's actor rolls out the searching seat only: set opponent_rollout too")
-        if opponent_rollout is not None and (not isinstance(opponent_rollout, str) or opponent_rollout not in ROLLOUTS):
-            raise ValueError(f"opponent_rollout must be one of {', '.join(ROLLOUTS)} or None, got "
+        if opponent_rollout is not None and (not isinstance(opponent_rollout, str)
+                                             or opponent_rollout not in (*ROLLOUTS, MODELLED)):
+            raise ValueError(f"opponent_rollout must be one of {', '.join((*ROLLOUTS, MODELLED))} or None, got "
                              f"{opponent_rollout!r}")
+        #: With a modelled opponent, the compiled player (its code) of each candidate of the learned model.
+        self._candidate_players: np.ndarray | None = None
+        if opponent_rollout == MODELLED:
+            if learned is None:
+                raise ValueError("opponent_rollout 'modelled' plays the opponent the belief learns: set "
+                                 "opponent_model='learned' (or a LearnedOpponent), with belief='particles'")
+            self._candidate_players = np.array([COMPILED_PLAYERS.index(player)
+                                                for player in learned.candidate_players()], dtype=np.int64)
         _check_guidance(self._actor, value, leaf_moves, prior)
         if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= BATCH:
             raise ValueError(f"batch must be an int from 1 to {BATCH}, got {batch!r}")
         self.value, self.leaf_moves, self.prior, self.batch = value, leaf_moves, prior, batch
         # The rule player's own move is the default the search must beat; random play has none.
         self.rollout_policy = RulePolicy() if rollout == "rule" else None
-        # The compiled playouts' codes of the two seats (a network's actor replaces the searching seat's).
+        # The compiled playouts' codes of the two seats (a network's actor replaces the searching seat's; a modelled
+        # opponent has a code per world instead: _world_opponents).
         self._compiled_rollout = (RANDOM_POLICY if self._actor is not None else ROLLOUTS[rollout],
-                                  ROLLOUTS[opponent_rollout or rollout])
+                                  None if opponent_rollout == MODELLED else ROLLOUTS[opponent_rollout or rollout])
         self.exploration = exploration
         self.keep_default_z = keep_default_z
         self.opponent_policy = opponent_policy
@@ -281,6 +308,15 @@ class SearchPolicy:
             return None
         return self._tracker.sample_hands(count, self._rng)
 
+    def _world_opponents(self, count: int) -> np.ndarray:
+        """The compiled player (a code) of the opponent's seat in each of ``count`` new worlds: the fixed
+        ``opponent_rollout``'s, or with ``"modelled"`` each a candidate's drawn by the learned weights of the belief
+        at this decision (which change only between decisions, as the belief does)."""
+        if self._candidate_players is None:
+            return np.full(count, self._compiled_rollout[1], dtype=np.int64)
+        weights = self._tracker.model_weights()
+        return self._candidate_players[self._rng.choice(len(weights), size=count, p=weights / weights.sum())]
+
     # ------------------------------------------------------------------ search
     def _search(self, view: PublicView) -> int:
         """Run the simulations the budget allows from this decision; the action to play."""
@@ -340,12 +376,10 @@ class SearchPolicy:
         per call as there are worlds drawn; the fields go to the kernel as plain tuples, which numba's dispatcher
         types faster than NamedTuples (:func:`~agents.search_kernels.run_root`).
         """
-        policy, opponent_policy = self._compiled_rollout
-        playouts = tuple(Playouts(float(self.exploration), policy, opponent_policy, _MAX_ROLLOUT_ACTIONS,
+        playouts = tuple(Playouts(float(self.exploration), self._compiled_rollout[0], _MAX_ROLLOUT_ACTIONS,
                                   self.leaf_moves or 0, float(self.prior or 0.0), self.batch))
         while done < stop:
-            done = run_root((worlds.states, worlds.seeds), root.stats(), done, stop, playouts, self._actor,
-                            self.value, root.priors)
+            done = run_root(worlds.fields(), root.stats(), done, stop, playouts, self._actor, self.value, root.priors)
             if done < stop:  # the next simulation needs a world not drawn yet
                 worlds.extend()
                 root.fit(len(worlds))
@@ -388,10 +422,11 @@ class _Worlds:
     """The determinizations of one decision, drawn in batches on demand and replayable by index.
 
     World ``k`` is an opponent hand drawn from the player's sampler, a uniformly shuffled deck of the
-    other unseen cards, and a seed for everything random after that (reshuffles, rollout choices), so world ``k``
-    plays the same game with the same random stream for every root action. The worlds are packed kernel states,
-    row ``k`` for world ``k`` (:func:`~agents.search_kernels.deal_worlds` draws them from a stream of their own,
-    seeded from the player's generator).
+    other unseen cards, a seed for everything random after that (reshuffles, rollout choices) and the compiled player
+    of the opponent's seat, so world ``k`` plays the same game with the same random stream and the same opponent for
+    every root action. The worlds are packed kernel states, row ``k`` for world ``k``
+    (:func:`~agents.search_kernels.deal_worlds` draws them from a stream of their own, seeded from the player's
+    generator).
     """
 
     def __init__(self, player: SearchPolicy, view: PublicView) -> None:
@@ -408,6 +443,7 @@ class _Worlds:
         self.count = 0
         self._states = np.zeros((0, STATE_SIZE), dtype=np.int64)
         self._seeds = np.zeros(0, dtype=np.uint64)
+        self._opponents = np.zeros(0, dtype=np.int64)
 
     def __len__(self) -> int:
         return self.count
@@ -421,6 +457,16 @@ class _Worlds:
     def seeds(self) -> np.ndarray:
         """Each world's seed of its random stream."""
         return self._seeds[:self.count]
+
+    @property
+    def opponents(self) -> np.ndarray:
+        """Each world's compiled player of the opponent's seat (a code of :data:`uno_env.core.COMPILED_PLAYERS`)."""
+        return self._opponents[:self.count]
+
+    def fields(self) -> tuple:
+        """The worlds as :func:`~agents.search_kernels.run_root` takes them: a :class:`~agents.search_kernels.Worlds`'
+        fields, as a plain tuple."""
+        return self.states, self.seeds, self.opponents
 
     def decision_state(self) -> np.ndarray:
         """World 0's packed state: the decision as the searching seat sees it (its public part is every world's)."""
@@ -444,6 +490,8 @@ class _Worlds:
         if end > len(self._states):
             self._states = _grown(self._states, end)
             self._seeds = _grown(self._seeds, end)
+            self._opponents = _grown(self._opponents, end)
+        self._opponents[self.count:end] = self.player._world_opponents(len(hands))
         deal_worlds(self.base, self.unseen, hands, self.opponent_hand_size, sampled, self.stream,
                     self._states[self.count:end], self._seeds[self.count:end])
         self.count = end
@@ -494,6 +542,9 @@ class OracleSearchPolicy(SearchPolicy):
 
     def __init__(self, hidden_hand: Callable[[], Sequence[int]], **search_args: Any) -> None:
         self.hidden_hand = hidden_hand
+        if search_args.get("opponent_rollout") == MODELLED:
+            raise ValueError("the oracle keeps no belief to learn its opponent from: opponent_rollout 'modelled' "
+                             "needs one")
         super().__init__(**search_args)
 
     def observe_start(self, view: PublicView) -> None:

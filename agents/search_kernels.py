@@ -93,10 +93,14 @@ def reward_of(outcome: int) -> float:
 
 class Worlds(NamedTuple):
     """The determinizations as :func:`run_root` reads them: world ``k`` is ``states[k]`` (a packed state) with its
-    simulation's random stream seeded ``seeds[k]``."""
+    simulation's random stream seeded ``seeds[k]``, the opponent's seat rolled out by the compiled player
+    ``opponents[k]``. The opponent's player is part of the world, not of the simulation, so that every root action's
+    k-th simulation meets the same opponent (common random numbers), whether it is one player for all the worlds or
+    a model drawn for each (:class:`agents.search.SearchPolicy`'s ``opponent_rollout="modelled"``)."""
 
     states: np.ndarray  # (K, STATE_SIZE) int64
     seeds: np.ndarray  # (K,) uint64
+    opponents: np.ndarray  # (K,) int64: a code of uno_env.core.COMPILED_PLAYERS
 
 
 class RootStats(NamedTuple):
@@ -117,7 +121,6 @@ class Playouts(NamedTuple):
 
     exploration: float  # UCB1's constant
     policy: int  # the searching seat's built-in rollout policy (a code of uno_env.core.COMPILED_PLAYERS)
-    opponent_policy: int  # the opponent's
     max_actions: int  # a simulation's bound on actions
     leaf_moves: int  # with a critic: the searching seat's decisions played before it scores (network_rewards)
     prior: float  # PUCT's constant, with priors
@@ -147,8 +150,8 @@ def network_rewards(worlds_fields: tuple, actions: np.ndarray, picks: np.ndarray
                     actor: tuple, value: tuple | None, out: np.ndarray) -> None:
     """The rewards of ``n`` simulations (at most :data:`~agents.actor_kernels.BATCH`) played together, the network
     ``actor`` on the searching seat: simulation ``j`` applies ``actions[picks[j, 0]]`` in world ``picks[j, 1]`` (of
-    the :class:`Worlds` ``worlds_fields``) and plays on, the opponent by ``playouts.opponent_policy`` (of the
-    :class:`Playouts` ``playouts_fields``); ``out[j]`` is its reward.
+    the :class:`Worlds` ``worlds_fields``) and plays on, the opponent by that world's player (``worlds.opponents``);
+    ``out[j]`` is its reward (``playouts_fields``: a :class:`Playouts`).
 
     Without a critic (``value`` None) each game is played to its end and scores its outcome (:func:`reward_of`).
     With one, each stops after ``playouts.leaf_moves`` of the searching seat's decisions, at its next decision, where
@@ -160,12 +163,14 @@ def network_rewards(worlds_fields: tuple, actions: np.ndarray, picks: np.ndarray
     worlds, playouts = Worlds(*worlds_fields), Playouts(*playouts_fields)
     games = np.empty((n, STATE_SIZE), dtype=np.int64)
     streams = np.empty((n, 1), dtype=np.uint64)
+    opponents = np.empty(n, dtype=np.int64)
     for j in range(n):
         k = picks[j, 1]
         _apply_root(games[j], streams[j], worlds.states[k], worlds.seeds[k], actions[picks[j, 0]])
+        opponents[j] = worlds.opponents[k]
     ctls = np.empty((n, CTL_SIZE), dtype=np.int64)
     legal = np.empty((n, NUM_ACTIONS), dtype=np.int64)
-    play_rows(games, n, _ME, playouts.opponent_policy, actor, streams, ctls, legal,
+    play_rows(games, n, _ME, opponents, actor, streams, ctls, legal,
               playouts.max_actions if value is None else playouts.leaf_moves, playouts.max_actions)
     leaves = np.empty(n, dtype=np.int64)
     m = 0
@@ -229,8 +234,8 @@ def run_root(worlds_fields: tuple, root_fields: tuple, done: int, stop: int, pla
 
     World ``k`` is ``worlds.states[k]`` with its random stream seeded ``worlds.seeds[k]``; the action of root index
     ``i`` is ``root.actions[i]``; the searching seat rolls out with the built-in ``playouts.policy``, or with the
-    network ``actor`` (:func:`agents.compiled_actor.actor_params`) unless it is ``None``, the opponent with
-    ``playouts.opponent_policy``. With the critic ``value`` too
+    network ``actor`` (:func:`agents.compiled_actor.actor_params`) unless it is ``None``, the opponent with the
+    world's player ``worlds.opponents[k]``. With the critic ``value`` too
     (:func:`agents.compiled_actor.value_params`), each simulation stops after ``playouts.leaf_moves`` of the searching
     seat's decisions and the critic scores it. ``priors`` and ``playouts.prior`` select the root actions by PUCT
     (:func:`select_root`).
@@ -257,7 +262,7 @@ def run_root(worlds_fields: tuple, root_fields: tuple, done: int, stop: int, pla
             for j in range(n):
                 k = picks[j, 1]
                 rewards[j] = reward_of(simulate(states[k], actions[picks[j, 0]], playouts.policy,
-                                                playouts.opponent_policy, seeds[k], playouts.max_actions))
+                                                worlds.opponents[k], seeds[k], playouts.max_actions))
         elif n > 0:
             network_rewards(worlds_fields, actions, picks, n, playouts_fields, actor, value, rewards)
         for j in range(n):

@@ -21,6 +21,7 @@ from agents.ppo import SETTINGS_MEMBER
 from train.cli.train import main
 from train.config import ConfigError, TrainConfig, apply_override, config_to_dict, load_config, parse_config
 from train.training.trainer import train
+from uno_env.belief import NoisyRuleModel
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG_FILES = sorted((ROOT / "configs").glob("*.yaml"))
@@ -283,6 +284,12 @@ _EI = {"start": "rule"}
     ({"expert_iteration": {**_EI, "opponent": {}}}, ["expert_iteration.opponent", "at least one"]),
     ({"expert_iteration": {**_EI, "belief": "aware", "opponent": {"rule": 1, "self": 1}}},
      ["expert_iteration.belief 'aware'", "expert_iteration.opponent must be rule alone", "'self'"]),
+    ({"expert_iteration": {**_EI, "opponent_rollout": "modelled"}},
+     ["expert_iteration.opponent_rollout 'modelled'", "needs expert_iteration.belief 'learned'", "'counting'"]),
+    ({"expert_iteration": {**_EI, "belief": "aware", "opponent_rollout": "modelled"}},
+     ["expert_iteration.opponent_rollout 'modelled'", "needs expert_iteration.belief 'learned'", "'aware'"]),
+    ({"expert_iteration": {**_EI, "opponent_rollout": "random"}},
+     ["expert_iteration.opponent_rollout must be one of 'rule', 'modelled'", "'random'"]),
     ({"expert_iteration": _EI, "distil": {"labels": ["runs/a/expert_iteration/generation_1"]}},
      ["expert iteration or distils", "expert_iteration.start", "distil.labels"]),
 ])
@@ -295,6 +302,19 @@ def test_a_labelling_mix_of_players_and_self_is_accepted():
     assert config.expert_iteration.opponent == {"rule": 2.0, "random": 0.0}
     mixed = parse_config(with_(expert_iteration={**_EI, "opponent": {"rule": 2, "random": 1, "self": 1}}))
     assert mixed.expert_iteration.opponent == {"rule": 2.0, "random": 1.0, "self": 1.0}
+
+
+def test_a_modelled_opponent_is_accepted_when_every_candidate_names_a_compiled_player(
+        monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(NoisyRuleModel, "player", "rule", raising=False)  # so every default candidate has one
+    config = parse_config(with_(expert_iteration={**_EI, "belief": "learned", "opponent_rollout": "modelled",
+                                                  "opponent": {"rule": 1, "hold-actions": 1, "random": 1}}))
+    assert (config.expert_iteration.belief, config.expert_iteration.opponent_rollout) == ("learned", "modelled")
+    assert parse_config(with_(expert_iteration=_EI)).expert_iteration.opponent_rollout == "rule"
+    monkeypatch.setattr(NoisyRuleModel, "player", "noisy", raising=False)
+    assert_names(error_of(with_(expert_iteration={**_EI, "belief": "learned", "opponent_rollout": "modelled"})),
+                 "expert_iteration.opponent_rollout 'modelled'", "candidate model NoisyRuleModel",
+                 "names no compiled player", "'noisy'")
 
 
 def test_zero_steps_need_something_to_train():

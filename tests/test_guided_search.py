@@ -161,8 +161,8 @@ def test_leaf_moves_count_the_searching_seats_decisions():
     picks = np.array([(k % 6, k) for k in range(len(worlds))])  # world k, the k-th legal move mod 6
     rewards = np.zeros((6, len(worlds)))
     for row, leaf_moves in zip(rewards, (0, 1, 2, 3, 6, 10_000), strict=True):
-        network_rewards((worlds.states, worlds.seeds), np.array(view.legal_actions), picks, len(picks),
-                        tuple(Playouts(0.7, core.RANDOM_POLICY, core.RULE_POLICY, 3000, leaf_moves, 0.0, BATCH)),
+        network_rewards(worlds.fields(), np.array(view.legal_actions), picks, len(picks),  # rule on the other seat
+                        tuple(Playouts(0.7, core.RANDOM_POLICY, 3000, leaf_moves, 0.0, BATCH)),
                         actor, critic, row)
     reached = rewards == 0.75
     assert reached[0].all() and not reached[-1].any()
@@ -288,8 +288,8 @@ def test_with_a_prior_the_kth_simulation_of_every_action_still_runs_in_world_k()
     root = _Root(view.legal_actions, np.array([2, 0, 1]))
     done = 0
     while done < 150:
-        done = run_root(Worlds(worlds.states, worlds.seeds), root.stats(), done, 150,
-                        Playouts(0.7, core.RANDOM_POLICY, core.RULE_POLICY, 3000, 0, 2.0, BATCH), actor, None,
+        done = run_root(Worlds(*worlds.fields()), root.stats(), done, 150,  # rule on the other seat
+                        Playouts(0.7, core.RANDOM_POLICY, 3000, 0, 2.0, BATCH), actor, None,
                         np.array([0.2, 0.2, 0.6]))
         worlds.extend()
         root.fit(len(worlds))

@@ -160,6 +160,19 @@ def test_labels_made_with_other_settings_are_refused_by_name(change: dict, named
         labelling.run(LabelJob(**{**JOB.__dict__, **change}), tmp_path, Workers(1), progress=False)
 
 
+def test_labels_of_a_search_modelling_its_opponent_never_mix_with_labels_of_rule_rollouts(tmp_path: Path):
+    rule = LabelJob(**{**JOB.__dict__, "games": 2, "search": SearchLabels(20, "learned")})
+    modelled = LabelJob(**{**rule.__dict__, "search": SearchLabels(20, "learned", opponent_rollout="modelled")})
+    # The default is not recorded, so labels made before the setting existed keep their settings and resume.
+    assert "expert_iteration.opponent_rollout" not in rule.settings()
+    labelling.run(rule, tmp_path, Workers(1), progress=False)
+    with pytest.raises(ConfigError, match="made with expert_iteration.opponent_rollout = None, this run asks for "
+                                          "'modelled'"):
+        labelling.run(modelled, tmp_path, Workers(1), progress=False)
+    with pytest.raises(ValueError, match="other settings"):  # the shard itself tells, without its manifest
+        labelling._read_shard(labelling.shard_path(tmp_path, 0), 0, json.dumps(modelled.settings(), sort_keys=True))
+
+
 def test_the_labelled_games_are_played_against_the_opponent_mix(tmp_path: Path):
     with Workers(2) as workers:
         def labels(**change) -> tuple[np.ndarray, ...]:

@@ -27,8 +27,9 @@ from uno_env.view import PublicView
 
 
 def last_search(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """Watch the searches of every player: afterwards ``["worlds"]`` is the last call's ``(states, seeds)`` and
-    ``["root"]`` its root statistics (:class:`~agents.search_kernels.RootStats`' fields), as the call left them."""
+    """Watch the searches of every player: afterwards ``["worlds"]`` is the last call's ``(states, seeds,
+    opponents)`` and ``["root"]`` its root statistics (:class:`~agents.search_kernels.RootStats`' fields), as the call
+    left them."""
     seen: dict[str, Any] = {}
 
     def watched(worlds_fields: tuple, root_fields: tuple, *args: Any) -> int:
@@ -57,7 +58,7 @@ def test_kth_simulation_of_every_root_action_sees_the_same_world(belief, monkeyp
     player.reset(0)
     player.observe_start(start)
     player.act(view)
-    (states, seeds), (actions, _, visits, _, rewards, *_) = seen["worlds"], seen["root"]
+    (states, seeds, _), (actions, _, visits, _, rewards, *_) = seen["worlds"], seen["root"]
     assert actions.tolist() == view.legal_actions and len(actions) == 3
     assert visits.sum() == 60 and (visits >= 3).all()
     # The worlds differ from one simulation to the next, so equal results per world are not an accident.
@@ -73,17 +74,20 @@ def _tiny_actor() -> tuple:
     return actor_params(PPOPolicy(model.policy))
 
 
-# (the searching seat's built-in policy, the opponent's, whether a network plays the searching seat instead)
+# (the searching seat's built-in policy, the opponent's (None: random and rule in turn, world by world, as a modelled
+# opponent's worlds may have them), whether a network plays the searching seat instead)
 ROLLOUTS = {"random": (core.RANDOM_POLICY, core.RANDOM_POLICY, False),
             "rule": (core.RULE_POLICY, core.RULE_POLICY, False),
             "random-vs-rule": (core.RANDOM_POLICY, core.RULE_POLICY, False),
-            "network-vs-rule": (core.RANDOM_POLICY, core.RULE_POLICY, True)}
+            "network-vs-rule": (core.RANDOM_POLICY, core.RULE_POLICY, True),
+            "rule-vs-each-world's": (core.RULE_POLICY, None, False),
+            "network-vs-each-world's": (core.RANDOM_POLICY, None, True)}
 
 
 @pytest.mark.parametrize("rollouts", ROLLOUTS)
 def test_the_compiled_root_loop_runs_the_kth_simulation_of_every_action_in_world_k(rollouts):
     # Each recorded reward must be that of the action's own compiled simulation in world k, each seat with its
-    # policy.
+    # policy: the opponent's is world k's.
     policy, opponent_policy, network = ROLLOUTS[rollouts]
     actor = _tiny_actor() if network else None
     _, start, view = choice_position(["yellow:3", "yellow:4", "red:8", "blue:2"])
@@ -95,15 +99,17 @@ def test_the_compiled_root_loop_runs_the_kth_simulation_of_every_action_in_world
     root = _Root(view.legal_actions, np.array([2, 0, 1]))
     done = 0
     while done < 150:  # a run stops early when an action needs a world not drawn yet
-        done = run_root(Worlds(worlds.states, worlds.seeds), root.stats(), done, 150,
-                        Playouts(0.7, policy, opponent_policy, 3000, 0, 0.0, BATCH), actor)
+        opponents = (np.where(np.arange(len(worlds)) % 2, core.RULE_POLICY, core.RANDOM_POLICY)
+                     if opponent_policy is None else np.full(len(worlds), opponent_policy))
+        done = run_root(Worlds(worlds.states, worlds.seeds, opponents), root.stats(), done, 150,
+                        Playouts(0.7, policy, 3000, 0, 0.0, BATCH), actor)
         worlds.extend()
         root.fit(len(worlds))
     assert root.visits.sum() == 150 and (root.visits >= 5).all()
     for i, action in enumerate(view.legal_actions):
-        expected = [reward_of(actor_simulate(worlds.states[k], action, 0, opponent_policy, actor, worlds.seeds[k],
+        expected = [reward_of(actor_simulate(worlds.states[k], action, 0, opponents[k], actor, worlds.seeds[k],
                                              3000) if network else
-                              core.simulate(worlds.states[k], action, policy, opponent_policy, worlds.seeds[k], 3000))
+                              core.simulate(worlds.states[k], action, policy, opponents[k], worlds.seeds[k], 3000))
                     for k in range(root.visits[i])]
         assert root.rewards_of(i).tolist() == expected
         assert root.totals[i] == sum(expected)

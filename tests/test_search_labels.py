@@ -13,8 +13,9 @@ from sb3_contrib import MaskablePPO
 from agents.ppo import save_model
 from train.config import ExpertIterationConfig
 from train.training.fit import fit
-from train.training.search_labels import SEARCH_BELIEFS, BasePlayer, SearchLabels, collect
+from train.training.search_labels import OPPONENT_ROLLOUTS, SEARCH_BELIEFS, BasePlayer, SearchLabels, collect
 from uno_env import UnoEnv, core
+from uno_env.belief import NoisyRuleModel
 from uno_env.observation import BASE_SIZE
 
 FEW = SearchLabels(simulations=20, belief="counting")
@@ -80,13 +81,35 @@ def test_aware_search_labels_are_told_the_opponent_and_label_the_same_positions_
 
 
 def test_search_labels_name_the_beliefs_they_know():
-    with pytest.raises(ValueError, match="search belief must be one of counting, particles, aware, got 'none'"):
+    with pytest.raises(ValueError,
+                       match="search belief must be one of counting, particles, aware, learned, got 'none'"):
         SearchLabels(belief="none")  # type: ignore[arg-type]
 
 
 def test_the_config_offers_exactly_the_search_beliefs_the_labels_know():
     # train.config must not import torch to parse a file, so it spells the choices again: this keeps them one list.
     assert get_args(get_type_hints(ExpertIterationConfig)["belief"]) == SEARCH_BELIEFS
+    assert get_args(get_type_hints(ExpertIterationConfig)["opponent_rollout"]) == OPPONENT_ROLLOUTS
+
+
+def test_learned_search_labels_model_the_opponent_they_meet_instead_of_rule(monkeypatch):
+    monkeypatch.setattr(NoisyRuleModel, "player", "rule", raising=False)  # so every default candidate has one
+    modelled = SearchLabels(simulations=200, belief="learned", opponent_rollout="modelled")
+    player = modelled.player(BasePlayer("random"))
+    assert player.opponent_model == "learned" and player.opponent_policy is None and player.belief == "particles"
+    assert player._compiled_rollout == (core.RANDOM_POLICY, None) and player._candidate_players is not None
+    mix = {"random": 1.0, "hold-actions": 1.0}
+    plain = SearchLabels(simulations=200, belief="learned")
+    observations, values, moves = collect(games=4, seed=8, belief="none", base="rule", search=plain, opponent=mix)
+    modelled_labels = collect(games=4, seed=8, belief="none", base="rule", search=modelled, opponent=mix)
+    # The games are the base player's: where the search rolls out the opponent it learned, only the labels change.
+    assert np.array_equal(observations, modelled_labels[0]) and np.array_equal(moves, modelled_labels[2])
+    legal = np.isfinite(values)
+    assert np.array_equal(np.isfinite(modelled_labels[1]), legal)
+    assert not np.allclose(values[legal], modelled_labels[1][legal])
+    with pytest.raises(ValueError, match="opponent_rollout 'modelled' plays the opponent the belief learns: it needs "
+                                         "belief 'learned', got 'particles'"):
+        SearchLabels(belief="particles", opponent_rollout="modelled")
 
 
 def test_search_labels_roll_out_the_base_player_on_its_seat_and_rule_on_the_other(tmp_path):

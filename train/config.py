@@ -26,7 +26,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 import yaml
 
 from train.specs import checkpoint_path, validate_spec
-from uno_env.belief import MAX_PARTICLES, BeliefKind
+from uno_env.belief import MAX_PARTICLES, BeliefKind, LearnedOpponent
 from uno_env.cards import short_repr
 from uno_env.core import COMPILED_PLAYERS as NATIVE_OPPONENTS
 from uno_env.vector import MAX_WEIGHT
@@ -233,10 +233,13 @@ class ExpertIterationConfig:
 
     Each of ``generations`` generations plays ``games`` games of its player against ``opponent`` and, at every
     decision with a choice, lets the search player value every legal move (``simulations`` simulations over worlds
-    from ``belief``: ``counting``, ``particles``, or ``aware``, the particle filter told that the opponent plays
-    ``rule``; :class:`~train.training.search_labels.SearchLabels`); its rollouts continue with the generation's player
-    on its seat. A network then regresses those values (:mod:`train.training.fit`) and becomes the next generation's
-    player. Generation 1's player is ``start``: ``rule``, ``random`` (from scratch: the search is the improvement
+    from ``belief``: ``counting``, ``particles``, ``aware``, the particle filter told that the opponent plays
+    ``rule``, or ``learned``, the particle filter learning the opponent's model from its plays;
+    :class:`~train.training.search_labels.SearchLabels`); its rollouts continue with the generation's player
+    on its seat and ``opponent_rollout`` on the other: ``rule``, or ``modelled`` (with ``belief: learned``), in each
+    world a candidate of the learned model drawn by the weights it has learned from the game's plays. A network
+    then regresses those values (:mod:`train.training.fit`) and becomes the next generation's player. Generation 1's
+    player is ``start``: ``rule``, ``random`` (from scratch: the search is the improvement
     step), or a checkpoint without belief features.
 
     ``generation_net_arch`` makes every generation but the last fit a ReLU network of those layers, without belief
@@ -257,7 +260,8 @@ class ExpertIterationConfig:
 
     ``opponent`` is the mix the labelled games are played against: each game's opponent is drawn from it by weight,
     a player (a name or a checkpoint without belief features) or ``self``: one of the generations' players so far,
-    drawn evenly. The search's own model of the opponent stays ``rule``, so ``aware`` is refused with anything else.
+    drawn evenly. ``aware`` assumes the opponent is ``rule``, so it is refused with anything else; ``belief: learned``
+    with ``opponent_rollout: modelled`` assumes nothing and suits a mix.
 
     The fit: ``epochs`` of Adam at ``learning_rate`` in batches of ``batch_size``; ``centred`` (the run's network
     only) fits each position's values less their mean over its legal moves, ``cosine`` anneals the learning rate to
@@ -269,7 +273,8 @@ class ExpertIterationConfig:
     games: int = field(default=2000, metadata=_check(_bounded(1, MAX_GAMES)))
     simulations: int = field(default=800, metadata=_check(_bounded(1, 1_000_000)))
     generation_simulations: list[int] | None = None
-    belief: Literal["counting", "particles", "aware"] = "counting"
+    belief: Literal["counting", "particles", "aware", "learned"] = "counting"
+    opponent_rollout: Literal["rule", "modelled"] = "rule"
     leaf_moves: int | None = field(default=None, metadata=_check(_bounded(0, 10_000)))
     generation_net_arch: list[int] | None = None
     shard_games: int = field(default=50, metadata=_check(_bounded(1, 1_000_000)))
@@ -547,6 +552,14 @@ def _validate_expert_iteration(config: TrainConfig) -> None:
     if settings.belief == "aware" and {name for name, weight in settings.opponent.items() if weight > 0} != {"rule"}:
         raise ConfigError(f"expert_iteration.belief 'aware' is the filter told that the opponent plays rule: "
                           f"expert_iteration.opponent must be rule alone with it, got {settings.opponent!r}")
+    if settings.opponent_rollout == "modelled":
+        if settings.belief != "learned":
+            raise ConfigError(f"expert_iteration.opponent_rollout 'modelled' plays the opponent the search's belief "
+                              f"has learned: it needs expert_iteration.belief 'learned', got {settings.belief!r}")
+        try:
+            LearnedOpponent().candidate_players()
+        except ValueError as error:
+            raise ConfigError(f"expert_iteration.opponent_rollout 'modelled': {error}") from None
     if settings.generation_simulations is not None:
         simulations = settings.generation_simulations
         if len(simulations) != settings.generations:

@@ -139,7 +139,8 @@ def _label_job(config: TrainConfig, seed: int, generation: int, base: str, playe
     settings = config.expert_iteration
     simulations = settings.simulations if settings.generation_simulations is None else \
         settings.generation_simulations[generation - 1]
-    search = SearchLabels(simulations, settings.belief, leaf_moves=settings.leaf_moves)
+    search = SearchLabels(simulations, settings.belief, leaf_moves=settings.leaf_moves,
+                          opponent_rollout=settings.opponent_rollout)
     return labelling.LabelJob(settings.games, settings.shard_games, seed, generation, config.env.belief, base, search,
                               tuple(settings.opponent.items()), tuple(players))
 

@@ -109,6 +109,9 @@ class LabelJob:
             "expert_iteration.belief": self.search.belief,
             "expert_iteration.leaf_moves": self.search.leaf_moves,
         }
+        if self.search.opponent_rollout != "rule":
+            # Only when set: the labels of runs made before the setting existed keep their settings, and resume.
+            settings["expert_iteration.opponent_rollout"] = self.search.opponent_rollout
         if dict(self.opponent).get(SELF, 0) > 0:
             settings["self-play pool"] = [player if player in BUILT_IN_BASES else file_digest(player)
                                           for player in self.pool]

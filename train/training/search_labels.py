@@ -3,12 +3,13 @@
 A generation of expert iteration (:mod:`train.training.expert_iteration`) plays a base player against an opponent
 and, at each decision with a choice of the base player's seat, lets the search player (:mod:`agents.search`) value
 every legal move: its root values over hundreds of hidden hands drawn from its belief, its rollouts continuing each
-move with the base player on that seat and ``rule`` on the other. A network then regresses those values
+move with the base player on that seat and ``rule`` on the other (or, with ``opponent_rollout="modelled"``, the
+opponent its learned model says it is facing). A network then regresses those values
 (:mod:`train.training.fit`) and becomes the next generation's base player.
 
 * :class:`BasePlayer`: the player a generation starts from, as compiled code: ``rule``, ``random`` or a checkpoint
   without belief features (:mod:`agents.compiled_actor`), so that the search's rollouts run it inside numba.
-* :class:`SearchLabels`: the search's settings (simulations, belief, guided leaves).
+* :class:`SearchLabels`: the search's settings (simulations, belief, guided leaves, the opponent's rollouts).
 * :func:`collect`: the base player's games, recording the observation, the move values and the base player's move
   at every decision with a choice.
 """
@@ -36,9 +37,13 @@ from uno_env.opponents import RulePolicy
 from uno_env.policy import Needs
 from uno_env.view import PublicView
 
-#: The labelling search's beliefs: a tracker of :mod:`uno_env.belief`, or the particle filter told the opponent.
-SearchBelief = Literal["counting", "particles", "aware"]
+#: The labelling search's beliefs: a tracker of :mod:`uno_env.belief`, the particle filter told the opponent, or the
+#: particle filter learning the opponent's model from its plays.
+SearchBelief = Literal["counting", "particles", "aware", "learned"]
 SEARCH_BELIEFS: tuple[str, ...] = get_args(SearchBelief)
+#: The labelling search's rollouts on the opponent's seat: ``rule``, or the opponent the learned model describes.
+OpponentRollout = Literal["rule", "modelled"]
+OPPONENT_ROLLOUTS: tuple[str, ...] = get_args(OpponentRollout)
 #: The base players built into the kernels (uno_env.core's compiled players), by name: their policy codes; any other
 #: base is a checkpoint's path.
 BUILT_IN_BASES = {name: code for code, name in enumerate(COMPILED_PLAYERS)}
@@ -73,11 +78,17 @@ class SearchLabels:
     At each decision the search (:class:`~agents.search.SearchPolicy`, one tree level) runs ``simulations``
     simulations over worlds drawn from its own ``belief`` about the hidden hand, which has followed every view of
     the seat; a move's label is its mean simulated outcome on the +-1 scale. Its rollouts continue each move with the
-    base player on the seat (the compiled network of a checkpoint, when the base is one) and ``rule`` on the other.
+    base player on the seat (the compiled network of a checkpoint, when the base is one) and, by
+    ``opponent_rollout``, ``rule`` on the other or the opponent the belief has learned (below).
 
-    ``belief`` is ``counting``, ``particles`` or ``aware``: the particle filter told that the opponent plays
+    ``belief`` is ``counting``, ``particles``, ``aware``: the particle filter told that the opponent plays
     ``rule`` (the policy-aware likelihood, docs/beliefs.md), which is true of the labelled games when the opponent
-    is ``rule``.
+    is ``rule``, or ``learned``: the particle filter with the learned opponent model
+    (:class:`~uno_env.belief.LearnedOpponent` with its default candidates), told nothing about the opponent.
+    ``opponent_rollout`` ``modelled`` (which needs ``learned``) plays on the opponent's seat, in each world, a
+    candidate drawn by the weights the filter has learned from this game's plays
+    (:class:`~agents.search.SearchPolicy`'s ``opponent_rollout="modelled"``), so games against a mix of opponents are
+    labelled by a search that does not assume ``rule``.
 
     ``exploration`` is the search's UCB constant. The default is so large that UCB always picks a least-tried move:
     every move is played on the same worlds (common random numbers throughout), which is what labels want. A
@@ -90,10 +101,17 @@ class SearchLabels:
     belief: SearchBelief = "counting"
     exploration: float = 1e6
     leaf_moves: int | None = None
+    opponent_rollout: OpponentRollout = "rule"
 
     def __post_init__(self) -> None:
         if self.belief not in SEARCH_BELIEFS:
             raise ValueError(f"search belief must be one of {', '.join(SEARCH_BELIEFS)}, got {self.belief!r}")
+        if self.opponent_rollout not in OPPONENT_ROLLOUTS:
+            raise ValueError(f"search opponent_rollout must be one of {', '.join(OPPONENT_ROLLOUTS)}, got "
+                             f"{self.opponent_rollout!r}")
+        if self.opponent_rollout == "modelled" and self.belief != "learned":
+            raise ValueError(f"search opponent_rollout 'modelled' plays the opponent the belief learns: it needs "
+                             f"belief 'learned', got {self.belief!r}")
 
     def player(self, base: BasePlayer) -> SearchPolicy:
         """A fresh search player with these settings, whose rollouts continue with ``base`` on its own seat.
@@ -102,11 +120,13 @@ class SearchLabels:
         and the network's critic scores it (:class:`~agents.search.SearchPolicy`'s ``value``): the guided search of
         expert iteration. A built-in base has no critic, and its simulations play to the end.
         """
-        aware = self.belief == "aware"
+        aware, learned = self.belief == "aware", self.belief == "learned"
         guided = self.leaf_moves is not None and base.value is not None
-        return SearchPolicy(simulations=self.simulations, belief="particles" if aware else self.belief,
-                            rollout=base.name if base.params is None else base.params, opponent_rollout="rule",
-                            exploration=self.exploration, opponent_policy=RulePolicy() if aware else None,
+        return SearchPolicy(simulations=self.simulations, belief="particles" if aware or learned else self.belief,
+                            rollout=base.name if base.params is None else base.params,
+                            opponent_rollout=self.opponent_rollout, exploration=self.exploration,
+                            opponent_policy=RulePolicy() if aware else None,
+                            opponent_model="learned" if learned else "told",
                             value=base.value if guided else None, leaf_moves=self.leaf_moves if guided else None)
 
 

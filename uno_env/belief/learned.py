@@ -42,6 +42,7 @@ from typing import Literal
 import numpy as np
 
 from uno_env.belief.models import PLAIN_MODEL, RANDOM_MODEL, NoisyRuleModel, OpponentModel, RandomModel, RuleModel
+from uno_env.core import COMPILED_PLAYERS
 
 #: The likelihood code of the filter for a learned mixture (not a code of ``models.action_likelihood``).
 LEARNED_MODEL = -1
@@ -95,6 +96,22 @@ class LearnedOpponent:
         self.catch_all = catch_all
         #: The uniform candidate's index among the candidates.
         self.uniform = codes.index(RANDOM_MODEL)
+
+    def candidate_players(self) -> tuple[str, ...]:
+        """The compiled player each candidate describes (its class attribute ``player``, a name of
+        :data:`uno_env.core.COMPILED_PLAYERS`), in ``candidates`` order: what a search plays on the opponent's seat
+        in a world where it plays like that candidate.
+
+        Raises:
+            ValueError: naming the first candidate that names no compiled player.
+        """
+        players = tuple(getattr(candidate, "player", None) for candidate in self.candidates)
+        for candidate, player in zip(self.candidates, players, strict=True):
+            if player not in COMPILED_PLAYERS:
+                raise ValueError(f"candidate model {type(candidate).__name__} names no compiled player (its class "
+                                 f"attribute player must be one of {', '.join(COMPILED_PLAYERS)}, got {player!r}), "
+                                 "so no search can play it")
+        return players
 
     def __repr__(self) -> str:
         names = ", ".join(type(candidate).__name__ for candidate in self.candidates)

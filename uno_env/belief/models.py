@@ -121,6 +121,7 @@ class RandomModel(_CompiledModel):
     """
 
     code = RANDOM_MODEL
+    player = "random"
 
 
 class RuleModel(_CompiledModel):
@@ -128,6 +129,7 @@ class RuleModel(_CompiledModel):
     :func:`uno_env.core.rule_action` picks holding that hand and 0 otherwise."""
 
     code = RULE_MODEL
+    player = "rule"
 
 
 class NoisyRuleModel(_CompiledModel):
