@@ -276,8 +276,8 @@ MUTATIONS: tuple[Mutation, ...] = (
                "                state[OUTCOME] = 1 - state[OUTCOME]\n"),), ENDINGS),
     # the single env's rule opponent is core.choose's rule branch (the one table of compiled players)
     Mutation("endings", "compiled single env: the rule opponent reads its own hand size", "uno_env/core.py",
-             (("player_options_inline(policy, hand, state[HAND_SIZES + 1 - seat], legal, n)",
-               "player_options_inline(policy, hand, state[HAND_SIZES + seat], legal, n)"),), ("tests/test_single.py",)),
+             (("player_options(policy, hand, state[HAND_SIZES + 1 - seat], legal, n)",
+               "player_options(policy, hand, state[HAND_SIZES + seat], legal, n)"),), ("tests/test_single.py",)),
     Mutation("endings", "outcome table: a draw pays like a loss", "uno_env/core.py",
              (("= np.array([[0.0, 0.0, 1.0, -1.0],", "= np.array([[0.0, -1.0, 1.0, -1.0],"),), ENDINGS),
     Mutation("endings", "vector env: success on any finished game", "uno_env/vector.py",

@@ -426,10 +426,6 @@ def player_options(policy: int, hand: np.ndarray, opponent_hand_size: int, legal
     return choice, 1 << choice
 
 
-#: :func:`player_options` inlined where it is called (see :data:`legal_actions_inline`).
-player_options_inline = njit(inline="always")(player_options.py_func)
-
-
 @njit(inline="always")
 def _draw_below(n: int, stream: np.ndarray, words: np.ndarray | None, ctl: np.ndarray | None) -> int:
     """A uniform int in ``0..n-1``: from the kernel ``stream``, or (``words`` given) as the Python generator's
@@ -459,7 +455,7 @@ def choose_from(state: np.ndarray, legal: np.ndarray, n: int, policy: int, strea
     its ``k`` options, drawn only when ``k > 1`` (numpy's ``integers(1)`` draws nothing)."""
     seat = state[CURRENT]
     hand = state[HANDS + _N * seat:HANDS + _N * (seat + 1)]
-    choice, options = player_options_inline(policy, hand, state[HAND_SIZES + 1 - seat], legal, n)
+    choice, options = player_options(policy, hand, state[HAND_SIZES + 1 - seat], legal, n)
     noise = PLAYER_NOISE[policy]
     if noise > 0.0 and _draw_unit(stream, words, ctl) < noise:
         return legal[_draw_below(n, stream, words, ctl)]

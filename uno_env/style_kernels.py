@@ -17,10 +17,10 @@ number per card type (a table made below by a small Python function of the card,
 weight per colour the play leaves in force (the cards held of that colour, or ``rule-fixed-colour``'s fixed
 preference): :func:`first_best`. The styles themselves are documented on their Python classes (:mod:`uno_env.styles`).
 
-This module knows only the cards; :mod:`uno_env.core` imports it. Its functions are inlined into core's kernels
-(numba's ``inline="always"``: a call into another compiled function would cost the call and the reference counting of
-each array argument at every choice of a compiled opponent); Python reaches them through
-:func:`uno_env.core.player_options`.
+This module knows only the cards; :mod:`uno_env.core` imports it, and Python reaches the players through
+:func:`uno_env.core.player_options`. Each style is compiled once, on its own (``cache=True``): inlined into every
+kernel that plays (numba's ``inline="always"``), they took 8 s more to compile in every process with an empty cache.
+``rule_action``, the players' own hot path (the search's rollouts, the training opponent), is inlined.
 """
 
 from __future__ import annotations
@@ -157,38 +157,38 @@ def rule_action(hand: np.ndarray, opponent_hand_size: int, legal: np.ndarray, n:
     return first_best(_RULE_KEYS[1 if opponent_hand_size <= 2 else 0], colours_held(hand), legal, n)
 
 
-@njit(inline="always")
+@njit(cache=True)
 def fixed_colour_action(hand: np.ndarray, opponent_hand_size: int, legal: np.ndarray, n: int) -> int:
     """``rule-fixed-colour``: the rule player's tiers and bonuses, :data:`FIXED_PREFERENCE` for the colour held."""
     return first_best(_FIXED_COLOUR_KEYS[1 if opponent_hand_size <= 2 else 0], FIXED_PREFERENCE, legal, n)
 
 
-@njit(inline="always")
+@njit(cache=True)
 def dump_actions_action(hand: np.ndarray, opponent_hand_size: int, legal: np.ndarray, n: int) -> int:
     """``dump-actions``: skip/reverse/draw two, a wild draw four, numbers, a plain wild; the colour held most."""
     return first_best(_DUMP_ACTIONS_KEYS, colours_held(hand), legal, n)
 
 
-@njit(inline="always")
+@njit(cache=True)
 def highest_number_action(hand: np.ndarray, opponent_hand_size: int, legal: np.ndarray, n: int) -> int:
     """``highest-number``: the highest number, else an action card, wilds last; the colour held most."""
     return first_best(_HIGHEST_NUMBER_KEYS, colours_held(hand), legal, n)
 
 
-@njit(inline="always")
+@njit(cache=True)
 def wilds_first_action(hand: np.ndarray, opponent_hand_size: int, legal: np.ndarray, n: int) -> int:
     """``wilds-first``: a wild draw four, else a wild, declaring the colour held most; else ``rule``'s choice."""
     action = first_best(_WILDS_FIRST_KEYS, colours_held(hand), legal, n)
     return action if _ACTION_CARD[action] >= WILD else rule_action(hand, opponent_hand_size, legal, n)
 
 
-@njit(inline="always")
+@njit(cache=True)
 def hold_wilds_options(legal: np.ndarray, n: int) -> int:
     """``hold-wilds``' options (a mask): its coloured plays, or its wilds when it has no coloured play."""
     return top_tier(_HOLD_WILDS_TIERS, legal, n)
 
 
-@njit(inline="always")
+@njit(cache=True)
 def hold_actions_options(legal: np.ndarray, n: int) -> int:
     """``hold-actions``' options (a mask): its numbers, else its plain wilds, else its other plays."""
     return top_tier(_HOLD_ACTIONS_TIERS, legal, n)
