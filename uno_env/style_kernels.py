@@ -6,8 +6,8 @@ its *options*, as a mask over action ids (bit ``a`` set: action ``a`` is an opti
 uniformly. :func:`uno_env.core.player_options` puts every compiled player's answer in that one form, and the three
 users of a style read it from there, so none can drift from another:
 
-* the Python policies of :mod:`uno_env.opponents` and :mod:`uno_env.styles` (``rule_action``, or the options
-  sampled with their seeded ``numpy.random.Generator``);
+* the Python policies of :mod:`uno_env.opponents` and :mod:`uno_env.styles` (the choice, or the options sampled
+  with their seeded ``numpy.random.Generator``);
 * :func:`uno_env.core.choose`, which samples the options from a kernel stream or from a Python generator's draws:
   the search's rollouts, :func:`uno_env.core.playout`, the native vector env and the single env's compiled path;
 * the belief's likelihood of a play, :func:`uno_env.belief.models.action_likelihood`.
@@ -24,6 +24,8 @@ kernel that plays (numba's ``inline="always"``), they took 8 s more to compile i
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 from numba import njit
@@ -77,7 +79,7 @@ def rule_tier_score(card: int, danger: bool) -> tuple[int, int]:
     return 1, 0
 
 
-def _table(key) -> np.ndarray:
+def _table(key: Callable[[int], int]) -> np.ndarray:
     """``key(card)`` for every card type, as an int64 table the kernels index."""
     return np.array([key(card) for card in range(NUM_CARD_TYPES)], dtype=np.int64)
 
