@@ -258,8 +258,14 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("likelihood", "random counts the playable ids not held", "uno_env/belief/models.py",
              (("        if hand[_ACTION_CARD[candidate]] > 0:\n", "        if True:\n"),), LIKELIHOOD),
     Mutation("likelihood", "rule attacks at three cards", "uno_env/belief/models.py",
-             (("rule_action(hand, opponent_hand_size, legal, n)",
-               "rule_action(hand, opponent_hand_size - 1, legal, n)"),), LIKELIHOOD),
+             (("player_options(policy, hand, opponent_hand_size, legal, n)",
+               "player_options(policy, hand, opponent_hand_size - 1, legal, n)"),), LIKELIHOOD),
+    # --- the compiled players' move distributions (uno_env/style_kernels.py, core.choose_from)
+    Mutation("styles", "hold-wilds plays its wilds first", "uno_env/style_kernels.py",
+             (("_HOLD_WILDS_TIERS = _table(lambda card: 1 if card < WILD else 0)",
+               "_HOLD_WILDS_TIERS = _table(lambda card: 0 if card < WILD else 1)"),), ("tests/test_style_kernels.py",)),
+    Mutation("styles", "the compiled random() reads 52 bits of numpy's word", "uno_env/core.py",
+             (("float(word >> np.uint64(11))", "float(word >> np.uint64(12))"),), ("tests/test_single.py",)),
     # --- the endings of a game on every env path
     Mutation("endings", "compiled single env: reward sign flipped when the deck ran out", "uno_env/env.py",
              (("outcome) - RUNNING]\n",
@@ -270,8 +276,8 @@ MUTATIONS: tuple[Mutation, ...] = (
                "                state[OUTCOME] = 1 - state[OUTCOME]\n"),), ENDINGS),
     # the single env's rule opponent is core.choose's rule branch (the one table of compiled players)
     Mutation("endings", "compiled single env: the rule opponent reads its own hand size", "uno_env/core.py",
-             (("rule_action_inline(hand, state[HAND_SIZES + 1 - seat], legal, n)",
-               "rule_action_inline(hand, state[HAND_SIZES + seat], legal, n)"),), ("tests/test_single.py",)),
+             (("player_options(policy, hand, state[HAND_SIZES + 1 - seat], legal, n)",
+               "player_options(policy, hand, state[HAND_SIZES + seat], legal, n)"),), ("tests/test_single.py",)),
     Mutation("endings", "outcome table: a draw pays like a loss", "uno_env/core.py",
              (("= np.array([[0.0, 0.0, 1.0, -1.0],", "= np.array([[0.0, -1.0, 1.0, -1.0],"),), ENDINGS),
     Mutation("endings", "vector env: success on any finished game", "uno_env/vector.py",

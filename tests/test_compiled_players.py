@@ -1,8 +1,8 @@
 """The one table of compiled players (``uno_env.core.COMPILED_PLAYERS``) and everything that reads it.
 
-Each name must have its branch in ``core.choose`` (a code without one raises, it never plays another player); the
-native vector env and the training config's ``vec_env: native`` check accept exactly the table's names; a Python
-policy's compiled twin is a name of the table, read from its own class only.
+Each name must have its branch in ``core.choose`` (in ``core.player_options``: a code without one raises, it never
+plays another player); the native vector env and the training config's ``vec_env: native`` check accept exactly the
+table's names; a Python policy's compiled twin is a name of the table, read from its own class only.
 """
 
 from __future__ import annotations
@@ -48,8 +48,14 @@ def test_every_compiled_player_has_its_branch_in_choose(name: str):
 
 
 def test_the_policy_codes_are_the_table_indices():
-    assert core.COMPILED_PLAYERS[core.RANDOM_POLICY] == "random" and core.COMPILED_PLAYERS[core.RULE_POLICY] == "rule"
-    assert len(set(core.COMPILED_PLAYERS)) == len(core.COMPILED_PLAYERS)
+    codes = {"random": core.RANDOM_POLICY, "rule": core.RULE_POLICY, "noisy-rule": core.NOISY_RULE_POLICY,
+             "hold-wilds": core.HOLD_WILDS_POLICY, "wilds-first": core.WILDS_FIRST_POLICY,
+             "dump-actions": core.DUMP_ACTIONS_POLICY, "hold-actions": core.HOLD_ACTIONS_POLICY,
+             "highest-number": core.HIGHEST_NUMBER_POLICY, "rule-fixed-colour": core.FIXED_COLOUR_POLICY}
+    assert {name: core.COMPILED_PLAYERS[code] for name, code in codes.items()} == {name: name for name in codes}
+    assert len(set(core.COMPILED_PLAYERS)) == len(core.COMPILED_PLAYERS) == len(codes)
+    assert set(core.DETERMINISTIC_PLAYERS) < set(core.COMPILED_PLAYERS)
+    assert len(core.PLAYER_NOISE) == len(core.COMPILED_PLAYERS)
 
 
 @pytest.mark.parametrize("code", [-1, len(core.COMPILED_PLAYERS), 99])

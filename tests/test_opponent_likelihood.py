@@ -26,12 +26,12 @@ from uno_env.belief.models import (
     PLAIN_MODEL,
     RANDOM_MODEL,
     RULE_MODEL,
-    RULE_NOISE,
     NoisyRuleModel,
     action_likelihood,
 )
 from uno_env.belief.tracker import Decision
 from uno_env.cards import card_id, card_rank
+from uno_env.style_kernels import RULE_NOISE
 
 RED, GREEN, BLUE, YELLOW = range(4)
 

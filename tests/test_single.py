@@ -15,11 +15,12 @@ import pytest
 from uno_testlib import capped, same
 
 import uno_env.single
-from uno_env.core import generator_below
+from uno_env.core import generator_below, generator_random
 from uno_env.env import UnoEnv
 from uno_env.game import IllegalActionError
 from uno_env.match import play_game
 from uno_env.opponents import RandomPolicy, RulePolicy
+from uno_env.styles import STYLES
 
 
 class PythonRandom(RandomPolicy):
@@ -30,7 +31,9 @@ class PythonRule(RulePolicy):
     """``rule``, played through the Python path."""
 
 
-_TWINS = {"random": PythonRandom, "rule": PythonRule}
+# The styles' Python twins likewise: a subclass of each style's class (uno_env.styles).
+_TWINS = {"random": PythonRandom, "rule": PythonRule,
+          **{name: type(f"Python{cls.__name__}", (cls,), {}) for name, cls in STYLES.items()}}
 
 
 def envs(opponent: str, **kwargs: Any) -> tuple[UnoEnv, UnoEnv]:
@@ -65,13 +68,18 @@ def play_both(compiled: UnoEnv, python: UnoEnv, seed: int, action_seed: int, opt
     return seen
 
 
+def play_seeds(compiled: UnoEnv, python: UnoEnv, seeds: int, action_offset: int) -> dict[str, int]:
+    """:func:`play_both` on game seeds ``0..seeds-1`` (actions seeded ``seed + action_offset``); what they covered."""
+    seen = {"steps": 0, "reshuffles": 0, "opponent_moves": 0}
+    for seed in range(seeds):
+        for key, count in play_both(compiled, python, seed, seed + action_offset).items():
+            seen[key] += count
+    return seen
+
+
 @pytest.mark.parametrize("opponent", ["random", "rule"])
 def test_compiled_path_plays_the_python_paths_games(opponent: str) -> None:
-    compiled, python = envs(opponent)
-    seen = {"steps": 0, "reshuffles": 0, "opponent_moves": 0}
-    for seed in range(60):
-        for key, count in play_both(compiled, python, seed, seed + 1000).items():
-            seen[key] += count
+    seen = play_seeds(*envs(opponent), 60, 1000)
     # The comparison covered reshuffles (the game's Generator, in Python) and many opponent decisions.
     assert seen["reshuffles"] > 0 and seen["opponent_moves"] > 500, seen
 
@@ -82,18 +90,22 @@ def test_compiled_path_gives_the_python_paths_belief_features(opponent: str, bel
     """With belief features the observations (features included, bit for bit) are the Python path's: counting's read
     off the kernel state, the particle filter's from the views the compiled path builds for its tracker (so the views
     and the particles' draws are the same)."""
-    compiled, python = envs(opponent, belief=belief, n_particles=200)
-    seen = {"steps": 0, "reshuffles": 0, "opponent_moves": 0}
-    for seed in range(60):
-        for key, count in play_both(compiled, python, seed, seed + 500).items():
-            seen[key] += count
+    seen = play_seeds(*envs(opponent, belief=belief, n_particles=200), 60, 500)
     assert seen["opponent_moves"] > 100 and seen["reshuffles"] > 0, seen
 
 
-def test_compiled_path_refills_the_random_words(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With tiny refills the kernel asks for words again and again mid-turn; the games stay the same."""
+@pytest.mark.parametrize("opponent", sorted(STYLES))
+def test_compiled_path_plays_each_styles_python_games(opponent: str) -> None:
+    """Every style is a compiled player, and its compiled twin plays its Python policy's games, draw for draw."""
+    assert play_seeds(*envs(opponent), 20, 1000)["opponent_moves"] > 150
+
+
+@pytest.mark.parametrize("opponent", ["random", "noisy-rule"])
+def test_compiled_path_refills_the_random_words(opponent: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With tiny refills the kernel asks for words again and again mid-turn (noisy-rule's random() and integers(n)
+    interleave whole and half words across them); the games stay the same."""
     monkeypatch.setattr(uno_env.single, "_REFILL_WORDS", 9)
-    compiled, python = envs("random")
+    compiled, python = envs(opponent)
     for seed in range(10):
         play_both(compiled, python, seed, seed)
 
@@ -175,24 +187,32 @@ def _game_seed(env: UnoEnv, seed: int) -> int:
     return int(rng.integers(2**62))
 
 
-def test_generator_below_is_numpys_integers() -> None:
+def test_the_generator_draws_are_numpys() -> None:
+    """integers(n) and random() computed from a generator's 64-bit words and its kept half-word are numpy's, in any
+    interleaving (random() takes a whole word and leaves a kept half for the next 32-bit draw)."""
     for seed in range(20):
-        words_rng, rng = np.random.default_rng(seed), np.random.default_rng(seed)
-        words = words_rng.integers(0, 2**32, size=4000, dtype=np.uint32)
-        position = 0
-        for n in np.random.default_rng(seed + 99).integers(2, 62, size=1000):
-            value, position = generator_below(words, position, int(n))
-            assert value == rng.integers(int(n))
-    # Lemire's rejection: with a huge bound the first word is rejected now and then, and the results still agree.
-    rng, words = np.random.default_rng(5), np.random.default_rng(5).integers(0, 2**32, size=5000, dtype=np.uint32)
-    position = 0
+        words, rng = np.random.default_rng(seed).bit_generator.random_raw(5000), np.random.default_rng(seed)
+        position, half = 0, -1
+        kinds = np.random.default_rng(seed + 99).integers(0, 3, size=1000)
+        for kind, n in zip(kinds, np.random.default_rng(seed + 98).integers(2, 62, size=1000), strict=True):
+            if kind == 0:
+                assert generator_random(words[position]) == rng.random()
+                position += 1
+            else:
+                value, position, half = generator_below(words, position, half, int(n))
+                assert value == rng.integers(int(n))
+    # Lemire's rejection: with a huge bound the first draw is rejected now and then, and the results still agree.
+    rng, words = np.random.default_rng(5), np.random.default_rng(5).bit_generator.random_raw(5000)
+    position, half, draws = 0, -1, 0
     for _ in range(2000):
-        value, position = generator_below(words, position, 3 * 2**30)
+        before = (position, half)
+        value, position, half = generator_below(words, position, half, 3 * 2**30)
+        draws += 2 * (position - before[0]) + (before[1] >= 0) - (half >= 0)
         assert value == rng.integers(3 * 2**30)
-    assert position > 2000, "no rejection exercised"
+    assert draws > 2000, "no rejection exercised"
 
 
-@pytest.mark.parametrize("opponent", ["random", "rule"])
+@pytest.mark.parametrize("opponent", ["random", "rule", "hold-wilds"])
 def test_the_kernels_buffers_have_the_types_its_entry_point_was_compiled_for(opponent: str,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """The step kernel is called at its compiled entry point, past numba's dispatch: that code trusts each array's

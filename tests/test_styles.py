@@ -14,12 +14,12 @@ from uno_testlib import act, capped
 
 import uno_env  # noqa: F401 (registers Uno-v0)
 from train.cli import evaluate, play
-from uno_env.belief.models import NoisyRuleModel
+from uno_env.belief.models import NoisyRuleModel, opponent_model
 from uno_env.cards import WILD, WILD_DRAW4, action_card
 from uno_env.match import play_game
 from uno_env.opponents import RulePolicy
 from uno_env.policy import make_policy, policy_names
-from uno_env.styles import HELD_OUT_STYLES, STYLES, TRAINING_STYLES, NoisyRulePolicy, colour_counts
+from uno_env.styles import HELD_OUT_STYLES, STYLES, TRAINING_STYLES, NoisyRulePolicy
 from uno_env.view import PublicView
 
 NAMES = sorted(STYLES)
@@ -55,6 +55,11 @@ def choices(style: str, views: list[PublicView], seed: int = 3) -> list[int]:
     policy = make_policy(style)
     policy.reset(seed)
     return [policy.act(view) for view in views]
+
+
+def colour_counts(hand: list[int]) -> list[int]:
+    """The coloured cards held of each colour, from a hand of 54 counts."""
+    return [sum(hand[colour * 13:(colour + 1) * 13]) for colour in range(4)]
 
 
 def colour_of(action: int) -> int:
@@ -209,7 +214,7 @@ def test_noisy_rule_is_rule_but_for_a_quarter_of_uniform_choices(views):
     quiet.reset(0)
     loud.reset(0)
     assert [quiet.act(view) for view in views] == rule
-    assert not hasattr(loud, "likelihood_model")
+    assert opponent_model(loud) is None and loud.compiled_player is None
     assert np.mean([loud.act(view) == r for view, r in zip(views, rule, strict=True)]) < 0.7
     with pytest.raises(ValueError, match="noise"):
         NoisyRulePolicy(noise=1.5)

@@ -9,10 +9,12 @@ Two layers:
   Playability is :data:`uno_env.cards.PLAYABLE` and the cards of an action :func:`uno_env.cards.action_card`;
   the kernels read tables built from those.
 * **Kernels** over one game's state packed in an int64 vector (:func:`pack_state`, layout below): legal
-  actions, a play, a draw with its reshuffle and the draw-impossible end, the rule-based player's decision
-  (:func:`rule_action`, which :class:`~uno_env.opponents.RulePolicy` calls), and a playout to the end of the
-  game with a built-in policy for each seat (:func:`playout`; :func:`simulate`, the search player's rollouts;
-  :func:`advance`, which stops where another player, compiled elsewhere, chooses).
+  actions, a play, a draw with its reshuffle and the draw-impossible end, the compiled players' move distributions
+  (:func:`player_options`, over the rule player's and the opponent styles' functions of :mod:`uno_env.style_kernels`;
+  :class:`~uno_env.opponents.RulePolicy` and the styles of :mod:`uno_env.styles` call it), their choices
+  (:func:`choose`), and a playout to the end of the game with a built-in policy for each seat (:func:`playout`;
+  :func:`simulate`, the search player's rollouts; :func:`advance`, which stops where another player, compiled
+  elsewhere, chooses).
 * **The driver**, :func:`play_turn`: the one loop that moves seats through turns. The single env's
   compiled path (:mod:`uno_env.single`), the native vector env (:mod:`uno_env.vector`) and :func:`advance` (so every
   playout) call it; what differs between them is data in its control vector (where to stop, each seat's player, a
@@ -52,7 +54,6 @@ from uno_env.cards import (
     HAND_SIZE,
     NUM_ACTIONS,
     NUM_CARD_TYPES,
-    NUM_COLOURED_RANKS,
     PLAYABLE,
     REVERSE,
     SKIP,
@@ -63,19 +64,38 @@ from uno_env.cards import (
     card_rank,
     full_deck,
 )
+from uno_env.style_kernels import (
+    RULE_NOISE,
+    dump_actions_action,
+    fixed_colour_action,
+    highest_number_action,
+    hold_actions_options,
+    hold_wilds_options,
+    rule_action,
+    wilds_first_action,
+)
 
 #: The compiled players (the kernels' built-in policies), by name; a name's index is its policy code, the code
 #: :func:`choose` plays. The one table of them: the native vector env's opponents (``uno_env.vector.OPPONENTS``),
 #: the training config's ``vec_env: native`` check and the single env's compiled twins
-#: (a Python policy's ``compiled_twin``, :meth:`uno_env.seat.Seat.compiled_twin`) all read it. Adding a player is
-#: a name here and its branch in :func:`choose`, which raises on a code it does not know rather than play another
-#: player (tests/test_compiled_players.py checks every name has its branch).
-COMPILED_PLAYERS: tuple[str, ...] = ("random", "rule")
-#: The policy codes of the playouts' players: uniformly random, and the rule player.
-RANDOM_POLICY, RULE_POLICY = COMPILED_PLAYERS.index("random"), COMPILED_PLAYERS.index("rule")
+#: (a Python policy's ``compiled_twin``, :meth:`uno_env.seat.Seat.compiled_twin`) all read it. Besides ``random`` and
+#: ``rule``, every opponent style of :mod:`uno_env.styles` is one. Adding a player is a name here, its code below and
+#: its branch in :func:`player_options`, which raises on a code it does not know rather than play another player
+#: (tests/test_compiled_players.py checks every name has its branch).
+COMPILED_PLAYERS: tuple[str, ...] = ("random", "rule", "noisy-rule", "hold-wilds", "wilds-first", "dump-actions",
+                                     "hold-actions", "highest-number", "rule-fixed-colour")
+#: The policy codes of the compiled players, in the table's order (the unpacking fails if the table grows alone).
+(RANDOM_POLICY, RULE_POLICY, NOISY_RULE_POLICY, HOLD_WILDS_POLICY, WILDS_FIRST_POLICY, DUMP_ACTIONS_POLICY,
+ HOLD_ACTIONS_POLICY, HIGHEST_NUMBER_POLICY, FIXED_COLOUR_POLICY) = range(len(COMPILED_PLAYERS))
 #: The compiled players that draw no random number: a Python policy whose own class names one of them has nothing
 #: to seed, so its seat derives no seed for it (:class:`uno_env.seat.Seat`).
-DETERMINISTIC_PLAYERS: tuple[str, ...] = ("rule",)
+DETERMINISTIC_PLAYERS: tuple[str, ...] = ("rule", "wilds-first", "dump-actions", "highest-number",
+                                          "rule-fixed-colour")
+#: Each compiled player's share of uniformly random choices over all its legal actions (:func:`player_options`), by
+#: policy code: :data:`~uno_env.style_kernels.RULE_NOISE` for ``noisy-rule``, 0 for the others.
+PLAYER_NOISE = np.array([RULE_NOISE if name == "noisy-rule" else 0.0 for name in COMPILED_PLAYERS])
+# Whether each compiled player draws random numbers, by policy code (the driver asks Python for words only for them).
+_DRAWS = np.array([name not in DETERMINISTIC_PLAYERS for name in COMPILED_PLAYERS])
 #: Outcome codes: a running game (the kernels' stand-in for ``Game.outcome is None``), a drawn game; else the
 #: winning seat.
 RUNNING, DRAWN = -2, -1
@@ -366,66 +386,99 @@ def apply_action(state: np.ndarray, action: int, stream: np.ndarray) -> None:
         play_card(state, action)
 
 
+# ---------------------------------------------------------------------- the compiled players' choices
 @njit(cache=True)
-def rule_action(hand: np.ndarray, opponent_hand_size: int, legal: np.ndarray, n: int) -> int:
-    """The rule-based player's choice among ``legal[:n]`` (ascending); the scoring is documented on RulePolicy.
+def player_options(policy: int, hand: np.ndarray, opponent_hand_size: int, legal: np.ndarray,
+                   n: int) -> tuple[int, int]:
+    """How the compiled player ``policy`` (a code of :data:`COMPILED_PLAYERS`) chooses among ``legal[:n]``
+    (ascending), holding ``hand`` (54 counts) against ``opponent_hand_size`` cards: ``(choice, options)``.
 
-    The best (tier, score) wins and ties keep the lowest action id. Tiers: attacks when the opponent holds
-    2 cards or fewer, then coloured cards, then wilds; the score counts the other cards held of the colour the
-    play leaves in force, -5 for a wild, -4 for a +4 (+36 when attacking), +2 for skip/reverse/+2 (+20 attacking).
+    ``options`` is a mask over action ids (bit ``a``: action ``a``), the actions the player chooses uniformly among;
+    ``choice`` is its one option when it has one by its rule (a deterministic player's choice), else -1. Besides, a
+    share :data:`PLAYER_NOISE` ``[policy]`` of its choices is uniform over all of ``legal[:n]``. This is the one
+    definition of each player's move distribution (the players' functions are in :mod:`uno_env.style_kernels`): the
+    Python policies, :func:`choose` and the belief's likelihood (``uno_env.belief.models``) all read it. One branch
+    per name of :data:`COMPILED_PLAYERS`; ``ValueError`` for any other code, never another player's choice.
     """
-    if n == 1:
-        return legal[0]
-    # The cards held of each colour, in locals: an array here would be allocated at every choice of the opponent.
-    red = green = blue = yellow = 0
-    for rank in range(NUM_COLOURED_RANKS):
-        red += hand[rank]
-        green += hand[NUM_COLOURED_RANKS + rank]
-        blue += hand[2 * NUM_COLOURED_RANKS + rank]
-        yellow += hand[3 * NUM_COLOURED_RANKS + rank]
-    colour_counts = (red, green, blue, yellow)
-    danger = opponent_hand_size <= 2
-    best_action, best_tier, best_score = legal[0], -1, 0
+    if n == 1 and 0 <= policy < len(COMPILED_PLAYERS):  # a forced move: a draw has no colour for a style to weigh
+        return legal[0], 1 << legal[0]
+    if policy == RANDOM_POLICY:
+        options = 0
+        for i in range(n):
+            options |= 1 << legal[i]
+        return -1, options
+    if policy == HOLD_WILDS_POLICY:
+        return -1, hold_wilds_options(legal, n)
+    if policy == HOLD_ACTIONS_POLICY:
+        return -1, hold_actions_options(legal, n)
+    if policy in (RULE_POLICY, NOISY_RULE_POLICY):  # noisy-rule: rule, but for its uniform share
+        choice = rule_action(hand, opponent_hand_size, legal, n)
+    elif policy == WILDS_FIRST_POLICY:
+        choice = wilds_first_action(hand, opponent_hand_size, legal, n)
+    elif policy == DUMP_ACTIONS_POLICY:
+        choice = dump_actions_action(hand, opponent_hand_size, legal, n)
+    elif policy == HIGHEST_NUMBER_POLICY:
+        choice = highest_number_action(hand, opponent_hand_size, legal, n)
+    elif policy == FIXED_COLOUR_POLICY:
+        choice = fixed_colour_action(hand, opponent_hand_size, legal, n)
+    else:
+        raise ValueError("choose: a policy code outside uno_env.core.COMPILED_PLAYERS")
+    return choice, 1 << choice
+
+
+@njit(inline="always")
+def _draw_below(n: int, stream: np.ndarray, words: np.ndarray | None, ctl: np.ndarray | None) -> int:
+    """A uniform int in ``0..n-1``: from the kernel ``stream``, or (``words`` given) as the Python generator's
+    ``integers(n)`` computes it from its draws ``words[ctl[WORD]:]`` (:func:`generator_below`)."""
+    if words is None:
+        return below(stream, n)
+    value, ctl[WORD], ctl[HALF_WORD] = generator_below(words, ctl[WORD], ctl[HALF_WORD], n)
+    return value
+
+
+@njit(inline="always")
+def _draw_unit(stream: np.ndarray, words: np.ndarray | None, ctl: np.ndarray | None) -> float:
+    """A uniform float in [0, 1): from the kernel ``stream``, or the Python generator's ``random()``."""
+    if words is None:
+        return uniform(stream)
+    value = generator_random(words[ctl[WORD]])
+    ctl[WORD] += 1
+    return value
+
+
+@njit(inline="always")
+def choose_from(state: np.ndarray, legal: np.ndarray, n: int, policy: int, stream: np.ndarray,
+                words: np.ndarray | None, ctl: np.ndarray | None) -> int:
+    """The compiled player ``policy``'s choice among ``legal[:n]`` for the seat to move, its random draws from
+    ``stream`` or (``words`` given) the Python generator's draws, as its Python policy makes them: first, for a
+    player with noise, ``random() < noise`` (then a uniform legal action, ``integers(n)``), else ``integers(k)`` among
+    its ``k`` options, drawn only when ``k > 1`` (numpy's ``integers(1)`` draws nothing)."""
+    seat = state[CURRENT]
+    hand = state[HANDS + _N * seat:HANDS + _N * (seat + 1)]
+    choice, options = player_options(policy, hand, state[HAND_SIZES + 1 - seat], legal, n)
+    noise = PLAYER_NOISE[policy]
+    if noise > 0.0 and _draw_unit(stream, words, ctl) < noise:
+        return legal[_draw_below(n, stream, words, ctl)]
+    if choice >= 0:
+        return choice
+    k = 0
     for i in range(n):
-        action = legal[i]
-        card = ACTION_CARD[action]
-        score = colour_counts[action // 15] - (1 if card < WILD else 0)
-        rank = _RANK_OF[card]
-        if card == WILD:
-            tier, score = 0, score - 5
-        elif card == WILD_DRAW4:
-            tier, score = (2, score + 36) if danger else (0, score - 4)
-        elif rank in (SKIP, REVERSE, DRAW2):
-            tier, score = (2, score + 20) if danger else (1, score + 2)
-        else:
-            tier = 1
-        # The tier ranks before the score, so attacks (when the opponent is about to go out) come before coloured
-        # cards and coloured cards before wilds however many cards of one colour are held.
-        if tier > best_tier or (tier == best_tier and score > best_score):
-            best_action, best_tier, best_score = action, tier, score
-    return best_action
-
-
-#: :func:`rule_action` inlined where it is called (see :data:`legal_actions_inline`).
-rule_action_inline = njit(inline="always")(rule_action.py_func)
+        k += (options >> legal[i]) & 1
+    j = _draw_below(k, stream, words, ctl) if k > 1 else 0
+    for i in range(n):
+        if (options >> legal[i]) & 1:
+            if j == 0:
+                return legal[i]
+            j -= 1
+    return legal[0]  # not reached: the options are legal actions
 
 
 @njit(cache=True)
 def choose(state: np.ndarray, legal: np.ndarray, n: int, policy: int, stream: np.ndarray) -> int:
-    """The compiled player ``policy``'s choice among ``legal[:n]`` for the seat to move: :data:`RULE_POLICY` (the
-    rule player) or :data:`RANDOM_POLICY` (uniform, drawing from ``stream``); one branch per name of
-    :data:`COMPILED_PLAYERS`. ``ValueError`` for any other code: it never falls through to another player."""
-    if policy == RANDOM_POLICY:
-        return legal[below(stream, n)]
-    if policy == RULE_POLICY:
-        seat = state[CURRENT]
-        hand = state[HANDS + _N * seat:HANDS + _N * (seat + 1)]
-        return rule_action_inline(hand, state[HAND_SIZES + 1 - seat], legal, n)
-    raise ValueError("choose: a policy code outside uno_env.core.COMPILED_PLAYERS")
-
-
-#: :func:`choose` inlined where it is called (see :data:`legal_actions_inline`).
-choose_inline = njit(inline="always")(choose.py_func)
+    """The compiled player ``policy``'s choice among ``legal[:n]`` for the seat to move, drawing from ``stream``
+    (:func:`player_options`: one branch per name of :data:`COMPILED_PLAYERS`). ``ValueError`` for any other code: it
+    never falls through to another player."""
+    return choose_from(state, legal, n, policy, stream, None, None)
 
 
 # ---------------------------------------------------------------------- the driver: play on until a seat's decision
@@ -442,18 +495,20 @@ DONE, NEED_SHUFFLE, NEED_WORDS = 0, 1, 2
 #: reshuffle; the next unused random word; the events logged; the seat whose decisions stop the driver (-1: none, play
 #: to the end); whether that seat's forced moves stop it too (the envs: a forced draw is the agent's decision); the
 #: actions the driver may still choose; each seat's player (a code of COMPILED_PLAYERS, or EXTERNAL); and, when it
-#: stopped at the stop seat's choice, how many legal actions that seat has (written to ``legal``), else 0. Callers may
-#: append fields of their own after CTL_SIZE (the single env's report).
-ACTION, SHUFFLED, WORD, EVENTS, STOP_SEAT, STOP_FORCED, BUDGET, POLICY0, POLICY1, CHOICES = range(10)
-CTL_SIZE = 10
+#: stopped at the stop seat's choice, how many legal actions that seat has (written to ``legal``), else 0; and the
+#: Python generator's buffered 32-bit draw, -1 for none (:func:`generator_uint32`). Callers may append fields of their
+#: own after CTL_SIZE (the single env's report).
+ACTION, SHUFFLED, WORD, EVENTS, STOP_SEAT, STOP_FORCED, BUDGET, POLICY0, POLICY1, CHOICES, HALF_WORD = range(11)
+CTL_SIZE = 11
 #: The event log, a row per public event: its kind, the seat (absolute), the card played or the count drawn, the
 #: colour in force after a play (-1 otherwise), then up to 4 drawn cards in draw order. The kinds are core's own
 #: codes: uno_env.single turns the rows into uno_env.view's events.
 LOGGED_PLAY, LOGGED_DRAW, LOGGED_RESHUFFLE = range(3)
 KIND, SEAT, VALUE, LOG_COLOUR, DRAWN_CARDS = range(5)
 LOG_WIDTH = DRAWN_CARDS + 4
-#: The ``random`` player's choices on a Python generator's draws take one 32-bit word each (Lemire's method rejects a
-#: word with odds below 2**-26 here); the driver asks for more below this many, so a choice never runs out halfway.
+#: A compiled player's choice on a Python generator's draws takes at most two 64-bit words (a ``random()`` and an
+#: ``integers(n)``; Lemire's method rejects a draw with odds below 2**-26 here); the driver asks for more below this
+#: many, so a choice never runs out halfway.
 MIN_WORDS = 8
 
 
@@ -467,22 +522,44 @@ def control(stop_seat: int, stop_forced: bool, policy0: int, policy1: int, budge
     ctl[BUDGET] = budget
     ctl[POLICY0] = policy0
     ctl[POLICY1] = policy1
+    ctl[HALF_WORD] = -1
     return ctl
 
 
+# The Python generators' draws: numpy's PCG64 makes 64-bit words (``bit_generator.random_raw``); ``random()`` takes
+# one word's upper 53 bits, and a 32-bit draw is the lower half of a fresh word whose upper half is kept for the next
+# 32-bit draw (numpy's pcg64_next32). The functions below do the same from the words, the kept half in the caller's
+# hands, so a compiled player makes exactly its Python policy's choices (the single env's compiled path).
+@njit(inline="always")
+def generator_uint32(words: np.ndarray, position: int, half: int) -> tuple[np.uint64, int, int]:
+    """The generator's next 32-bit draw from its 64-bit words ``words[position:]`` and the kept upper half ``half``
+    (-1: none): ``(draw, next position, half kept now)``."""
+    if half >= 0:
+        return np.uint64(half), position, -1
+    word = words[position]
+    return word & np.uint64(0xFFFFFFFF), position + 1, np.int64(word >> np.uint64(32))
+
+
 @njit(cache=True)
-def generator_below(words: np.ndarray, position: int, n: int) -> tuple[int, int]:
-    """``numpy.random.Generator.integers(n)`` (``1 < n < 2**32``) computed from that generator's next 32-bit draws
-    ``words[position:]``, as numpy's C code does (Lemire's method with rejection); ``(value, next position)``."""
+def generator_below(words: np.ndarray, position: int, half: int, n: int) -> tuple[int, int, int]:
+    """``numpy.random.Generator.integers(n)`` (``1 < n < 2**32``) computed from that generator's next draws (64-bit
+    words ``words[position:]`` and the kept half ``half``, :func:`generator_uint32`), as numpy's C code does
+    (Lemire's method with rejection); ``(value, next position, half kept now)``."""
     bound = np.uint64(n)
-    product = np.uint64(words[position]) * bound
-    position += 1
+    word, position, half = generator_uint32(words, position, half)
+    product = word * bound
     if (product & np.uint64(0xFFFFFFFF)) < bound:
         threshold = (np.uint64(0x100000000) - bound) % bound  # numpy's (UINT32_MAX - rng) % rng_excl
         while (product & np.uint64(0xFFFFFFFF)) < threshold:
-            product = np.uint64(words[position]) * bound
-            position += 1
-    return int(product >> np.uint64(32)), position
+            word, position, half = generator_uint32(words, position, half)
+            product = word * bound
+    return np.int64(product >> np.uint64(32)), position, half
+
+
+@njit(inline="always")
+def generator_random(word: np.uint64) -> float:
+    """``numpy.random.Generator.random()`` made from the generator's 64-bit ``word`` (its upper 53 bits)."""
+    return float(word >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
 @njit(cache=True)
@@ -504,12 +581,12 @@ def play_turn(state: np.ndarray, ctl: np.ndarray, stream: np.ndarray, words: np.
     legal action) is played without asking, the stop seat's too unless ``ctl[STOP_FORCED]``. Numba compiles a version
     for each kind of argument, and an argument that is ``None`` drops its branches:
 
-    * ``words`` ``None``: every random draw (the ``random`` player's choices, the reshuffles) comes from the kernel
+    * ``words`` ``None``: every random draw (the random players' choices, the reshuffles) comes from the kernel
       ``stream``. ``words`` an array: the draws are the Python generators' (the single env, whose games must be
-      :class:`~uno_env.game.Game`'s seed for seed): the ``random`` player's choices come from its generator's 32-bit
-      draws (:func:`generator_below`), and a reshuffle returns :data:`NEED_SHUFFLE` for Python to shuffle
-      ``state[DECK:DECK + DECK_LEN]`` with the game's ``Generator``; :data:`NEED_WORDS` asks for more words. The next
-      call resumes where this one stopped (``ctl`` holds where).
+      :class:`~uno_env.game.Game`'s seed for seed): a random player's choices come from its generator's 64-bit
+      words (:func:`choose_from`, :func:`generator_below`), and a reshuffle returns :data:`NEED_SHUFFLE` for Python
+      to shuffle ``state[DECK:DECK + DECK_LEN]`` with the game's ``Generator``; :data:`NEED_WORDS` asks for more
+      words. The next call resumes where this one stopped (``ctl`` holds where).
     * ``log``: the public events, a row each (:data:`LOG_WIDTH` columns), counted in ``ctl[EVENTS]``; ``None`` logs
       nothing.
 
@@ -537,16 +614,14 @@ def play_turn(state: np.ndarray, ctl: np.ndarray, stream: np.ndarray, words: np.
                 break
             else:
                 policy = ctl[POLICY0] if seat == 0 else ctl[POLICY1]
-                if words is not None and policy == RANDOM_POLICY:
-                    if ctl[WORD] + MIN_WORDS > len(words):
-                        ctl[ACTION], ctl[BUDGET] = NO_ACTION, budget
-                        return NEED_WORDS
-                    choice, ctl[WORD] = generator_below(words, ctl[WORD], n)
-                    action = legal[choice]
-                elif chooser is not None and policy == EXTERNAL:
+                if chooser is not None and policy == EXTERNAL:
                     action = chooser(state, legal, n, params)
                 else:  # choose raises on a code it does not know: never another player
-                    action = choose_inline(state, legal, n, policy, stream)
+                    if (words is not None and ctl[WORD] + MIN_WORDS > len(words)
+                            and 0 <= policy < EXTERNAL and _DRAWS[policy]):
+                        ctl[ACTION], ctl[BUDGET] = NO_ACTION, budget
+                        return NEED_WORDS
+                    action = choose_from(state, legal, n, policy, stream, words, ctl)
             budget -= 1
         if action == DRAW_ACTION:
             count, reshuffle, possible = compiled_draw_plan(state[PENDING], state[DECK_LEN], state[DISCARD_LEN])

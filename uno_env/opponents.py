@@ -9,24 +9,36 @@ from __future__ import annotations
 import numpy as np
 
 from uno_env.belief.models import RandomModel, RuleModel
-from uno_env.core import rule_action
+from uno_env.core import RULE_POLICY, player_options
 from uno_env.seeding import seeded_generator
 from uno_env.view import PublicView
 
 
-class RandomPolicy:
-    """Uniform over the legal action ids (so a wild counts four times, once per declared colour)."""
-
-    likelihood_model = RandomModel()
-    #: The compiled player making exactly this class's decisions (a name of uno_env.core.COMPILED_PLAYERS).
-    compiled_player = "random"
+class SeededPolicy:
+    """What a policy that draws random numbers shares: a generator seeded in ``reset``, and its draws for the single
+    env's compiled path (:meth:`words`)."""
 
     def __init__(self) -> None:
         self.rng = np.random.default_rng()
 
     def reset(self, seed: int | None = None) -> None:
-        # default_rng(seed)'s stream; an int seed (what start_game passes) through the faster seeding
+        """Seed the choices: ``default_rng(seed)``'s stream (an int seed, what start_game passes, through the faster
+        seeding)."""
         self.rng = seeded_generator(seed) if type(seed) is int else np.random.default_rng(seed)
+
+    def words(self, count: int) -> np.ndarray:
+        """The next ``count`` 64-bit words of this policy's generator (uint64), what its choices are made of: numpy
+        computes ``rng.integers(n)`` and ``rng.random()`` from them, and so does the single env's compiled path from
+        these (:func:`uno_env.core.choose_from`), which thereby plays this policy's games exactly."""
+        return self.rng.bit_generator.random_raw(count)
+
+
+class RandomPolicy(SeededPolicy):
+    """Uniform over the legal action ids (so a wild counts four times, once per declared colour)."""
+
+    likelihood_model = RandomModel()
+    #: The compiled player making exactly this class's decisions (a name of uno_env.core.COMPILED_PLAYERS).
+    compiled_player = "random"
 
     def act(self, view: PublicView) -> int:
         """A uniform draw among ``view.legal_actions`` (no draw when there is one)."""
@@ -40,12 +52,6 @@ class RandomPolicy:
         """The probability of each of ``legal`` under :meth:`act_legal`: uniform. An evaluator that knows them
         takes this player's luck out of its scores (:mod:`uno_env.policy`, ``action_probabilities``)."""
         return [1.0 / len(legal)] * len(legal)
-
-    def words(self, count: int) -> np.ndarray:
-        """The next ``count`` 32-bit draws of this policy's generator (uint32), what its choices are made of: numpy
-        computes ``rng.integers(n)`` from them (Lemire's method), and so does the single env's compiled path from
-        these (:func:`uno_env.core.generator_below`), which thereby plays this policy's games exactly."""
-        return self.rng.integers(0, 2**32, size=count, dtype=np.uint32)
 
 
 class RulePolicy:
@@ -79,8 +85,10 @@ class RulePolicy:
         """:meth:`act` from the legal actions, the hand and the opponent's hand size (:mod:`uno_env.policy`)."""
         if len(legal) == 1:
             return legal[0]
-        # The scoring is compiled (uno_env.core.rule_action), so the search player's compiled rollouts play
-        # exactly this policy; it is also faster than the same loop in Python.
-        return int(rule_action(np.asarray(hand, dtype=np.int64), opponent_hand_size,
-                               np.asarray(legal, dtype=np.int64), len(legal)))
+        # The scoring is compiled (uno_env.style_kernels.rule_action, through core's one table of the compiled
+        # players), so the search player's compiled rollouts play exactly this policy; it is also faster than the
+        # same loop in Python.
+        choice, _ = player_options(RULE_POLICY, np.asarray(hand, dtype=np.int64), opponent_hand_size,
+                                   np.asarray(legal, dtype=np.int64), len(legal))
+        return int(choice)
 

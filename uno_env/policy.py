@@ -29,8 +29,9 @@ A policy that plays like a known model may also carry a ``likelihood_model``
 (:class:`~uno_env.belief.OpponentModel`), which policy-aware particle filters use against it.
 A policy whose decisions a compiled player makes exactly (the same actions, from the same random draws) names it
 in ``compiled_player`` (a name of :data:`uno_env.core.COMPILED_PLAYERS`), so the single env plays it compiled
-(:meth:`uno_env.seat.Seat.compiled_twin`); it is read from the policy's own class only, not inherited. When that
-player draws no random number (:data:`uno_env.core.DETERMINISTIC_PLAYERS`: ``rule``), the policy has nothing to
+(:meth:`uno_env.seat.Seat.compiled_twin`); it is read from the policy's own class only, not inherited, and an
+instance whose settings the compiled player lacks sets its own to ``None``. When that
+player draws no random number (:data:`uno_env.core.DETERMINISTIC_PLAYERS`: ``rule``, ...), the policy has nothing to
 seed: its seat derives no seed for it and calls ``reset(None)`` (:attr:`uno_env.seat.Seat.reads_seed`).
 
 Policies by name (:func:`make_policy`): ``"random"`` and ``"rule"`` (:mod:`uno_env.opponents`) and the opponent styles

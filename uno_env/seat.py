@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from uno_env.belief import BeliefKind
-from uno_env.core import COMPILED_PLAYERS, DETERMINISTIC_PLAYERS, RANDOM_POLICY
+from uno_env.core import COMPILED_PLAYERS, DETERMINISTIC_PLAYERS
 from uno_env.game import Game, IllegalActionError
 from uno_env.observation import SeatObserver
 from uno_env.policy import Policy, checked_policy, needs_of
@@ -93,18 +93,19 @@ class Seat:
 
     def compiled_twin(self) -> tuple[int, Callable[[int], np.ndarray] | None] | None:
         """The compiled twin making exactly this seat's decisions, for the single env's compiled path
-        (:mod:`uno_env.single`): core's policy code and, for ``random``, the source of its generator's 32-bit draws
-        (:meth:`~uno_env.opponents.RandomPolicy.words`). The twin is the policy class's own ``compiled_player``
-        (:mod:`uno_env.policy`); ``None`` for a policy without one (a subclass too, which may decide otherwise) and
-        for a seat with belief features, whose tracker must see every view."""
+        (:mod:`uno_env.single`): core's policy code and, for a player that draws random numbers, the source of its
+        generator's draws (:meth:`~uno_env.opponents.SeededPolicy.words`). The twin is the policy class's own
+        ``compiled_player`` (:mod:`uno_env.policy`); ``None`` for a policy without one (a subclass too, which may
+        decide otherwise), for an instance that sets its own to ``None`` (a setting the compiled player does not
+        have) and for a seat with belief features, whose tracker must see every view."""
         name = None if self._act_legal is None else vars(type(self.policy)).get("compiled_player")
-        if name is None:
+        if name is None or getattr(self.policy, "compiled_player", None) is None:
             return None
         if name not in COMPILED_PLAYERS:  # never another player's kernel in its place
             raise ValueError(f"{type(self.policy).__name__}.compiled_player is {name!r}, not a compiled player "
                              f"({', '.join(map(repr, COMPILED_PLAYERS))})")
         code = COMPILED_PLAYERS.index(name)
-        return code, (self.policy.words if code == RANDOM_POLICY else None)
+        return code, (None if name in DETERMINISTIC_PLAYERS else self.policy.words)
 
     def start(self, game: Game, seed: int | None) -> None:
         """Begin a game right after the deal: reset the policy and the tracker from ``seed``, hand the start view.

@@ -1,8 +1,8 @@
 """The single env's compiled path: the agent's action, the opponent's moves and the encoding in one numba call.
 
 :class:`~uno_env.env.UnoEnv` uses a :class:`CompiledGame` when its opponent is a built-in policy with a compiled twin
-(``random`` or ``rule``: :meth:`uno_env.seat.Seat.compiled_twin`); otherwise it steps :class:`~uno_env.game.Game` in
-Python. Both play the same games:
+(``random``, ``rule`` or an opponent style: :meth:`uno_env.seat.Seat.compiled_twin`); otherwise it steps
+:class:`~uno_env.game.Game` in Python. Both play the same games:
 
 * the deal, the policies' seeds and the first player still come from :func:`uno_env.seat.start_game` (a
   :class:`~uno_env.game.Game`, which is then packed into :mod:`uno_env.core`'s state vector);
@@ -12,11 +12,12 @@ Python. Both play the same games:
 * a reshuffle shuffles with the game's own ``numpy.random.Generator``: the driver gathers the discard pile under the
   deck and returns, Python shuffles the deck's slice (``Generator.shuffle`` draws the same for an array as for the
   list :class:`~uno_env.game.Game` shuffles), and the driver resumes the draw;
-* the ``random`` opponent's choices are ``Generator.integers(n)`` of its own generator: numpy computes them from
-  32-bit draws by Lemire's method, so the driver takes 32-bit draws of that generator
-  (:meth:`uno_env.opponents.RandomPolicy.words`) and applies the same method (:func:`uno_env.core.generator_below`);
-  it returns for more when they run low. The other compiled players are :func:`uno_env.core.choose` (``rule``: its
-  :func:`uno_env.core.rule_action`, which ``RulePolicy`` calls too);
+* a random opponent's choices (``random``, ``noisy-rule``, ``hold-wilds``, ``hold-actions``) are
+  ``Generator.random()`` and ``Generator.integers(n)`` of its own generator: numpy computes them from the generator's
+  64-bit words (Lemire's method for ``integers``), so the driver takes that generator's words
+  (:meth:`uno_env.opponents.SeededPolicy.words`) and computes the same (:func:`uno_env.core.choose_from`); it returns
+  for more when they run low. Every compiled opponent's move distribution is :func:`uno_env.core.player_options`,
+  which its Python policy calls too;
 * belief features: counting's are read off the kernel state (the native vector env's way, the same function); the
   particle filter is fed the agent's view after every call, as the Python path's observer feeds it:
   :meth:`CompiledGame.view` reads the view off the kernel state and log, the same view :meth:`Game.observe
@@ -79,9 +80,8 @@ def run(state: np.ndarray, ctl: np.ndarray, opponent: int, words: np.ndarray, le
     agent's observation encoded into ``obs``, its legal actions into ``legal``, its cards into ``hand`` (card types
     ascending, a type once per copy: the order of ``info["hand"]``) and the report fields of ``ctl``. Returns the
     driver's status: ``DONE``, or what Python must do before calling again."""
-    # The random opponent draws its generator's words (its Python twin's draws); the other compiled players draw no
-    # random number, so this stream is never read. A stochastic player added to core.COMPILED_PLAYERS needs its twin's
-    # draws in the driver too.
+    # A random opponent draws its generator's words (its Python twin's draws), the others no random number: this
+    # stream is never read.
     no_stream = np.zeros(1, dtype=np.uint64)
     status = core.play_turn_inline(state, ctl, no_stream, words, None, (), legal, log)
     if status != core.DONE:
@@ -106,7 +106,7 @@ def run(state: np.ndarray, ctl: np.ndarray, opponent: int, words: np.ndarray, le
 
 
 #: :func:`run`'s argument types: :class:`CompiledGame`'s buffers (C-contiguous, made by numpy), its opponent code.
-_RUN_TYPES = (types.int64[::1], types.int64[::1], types.int64, types.uint32[::1], types.int64[::1],
+_RUN_TYPES = (types.int64[::1], types.int64[::1], types.int64, types.uint64[::1], types.int64[::1],
               types.int64[:, ::1], types.float32[::1], types.int64[::1])
 
 
@@ -121,11 +121,11 @@ def _run_entry() -> Callable[..., int]:
 
 class CompiledGame:
     """The single env's games on the compiled path: the packed state, the kernel's buffers (kept from game to game),
-    the game's ``Generator`` (reshuffles) and the random opponent's words.
+    the game's ``Generator`` (reshuffles) and a random opponent's words.
 
     Args:
         opponent: the opponent's built-in policy code (:meth:`uno_env.seat.Seat.compiled_twin`).
-        words: the random opponent's word source (:meth:`uno_env.opponents.RandomPolicy.words`), else ``None``.
+        words: a random opponent's word source (:meth:`uno_env.opponents.SeededPolicy.words`), else ``None``.
         observer: the agent's observer: with ``belief="counting"`` its features are read off the kernel state after
             every call (:func:`~uno_env.observation.counting_state_features_into`, as the native vector env does),
             with ``"particles"`` its tracker is fed the agent's view.
@@ -150,7 +150,7 @@ class CompiledGame:
         self._fresh_ctl[:core.CTL_SIZE] = core.control(AGENT, True, opponent, opponent, _NO_LIMIT)
         self.obs = np.zeros(BASE_SIZE, dtype=np.float32)  # the agent's observation, rewritten by every call
         self.hand = np.zeros(DECK_SIZE, dtype=np.int64)  # the agent's cards, one entry per card
-        self.words = np.zeros(0, dtype=np.uint32)
+        self.words = np.zeros(0, dtype=np.uint64)
         self.rng: np.random.Generator | None = None
         self.events: list[Event] = []
         self.legal_actions: list[int] = []  # the agent's, ascending; empty outside its turn

@@ -26,7 +26,13 @@ in :func:`uno_env.policy.make_policy`, so ``gym.make("Uno-v0", opponent="hold-wi
 
 The styles of :data:`HELD_OUT_STYLES` are kept for evaluation: nothing is ever trained or tuned against them, so
 they measure how a player does against a style it never met. :data:`TRAINING_STYLES` are the others.
-Every random draw of a style comes from a generator seeded in ``reset``, so a seed gives the same game.
+
+Each style is defined once, compiled: its move distribution is :func:`uno_env.core.player_options` for its name in
+:data:`uno_env.core.COMPILED_PLAYERS` (the functions of :mod:`uno_env.style_kernels`). The policy here samples it with
+a generator seeded in ``reset`` (so a seed gives the same game), the compiled player (``compiled_player``) samples it
+in the search's rollouts, the native vector env and the single env's compiled path (the same choices as this policy
+there, draw for draw), and the style's ``likelihood_model`` (:mod:`uno_env.belief.models`) evaluates it for the
+belief. The classes below document each style.
 """
 
 from __future__ import annotations
@@ -35,35 +41,50 @@ from collections.abc import Callable
 
 import numpy as np
 
-from uno_env.belief.models import RULE_NOISE, NoisyRuleModel
-from uno_env.cards import DRAW2, NUM_COLOURED_RANKS, NUM_COLOURS, REVERSE, SKIP, WILD, WILD_DRAW4, action_card
-from uno_env.opponents import RulePolicy
-from uno_env.seeding import seeded_generator
+from uno_env.belief.models import (
+    DumpActionsModel,
+    FixedColourRuleModel,
+    HighestNumberModel,
+    HoldActionsModel,
+    HoldWildsModel,
+    NoisyRuleModel,
+    OpponentModel,
+    WildsFirstModel,
+)
+from uno_env.core import COMPILED_PLAYERS, DETERMINISTIC_PLAYERS, PLAYER_NOISE, player_options
+from uno_env.opponents import SeededPolicy
+from uno_env.style_kernels import RULE_NOISE
 from uno_env.view import PublicView
 
-#: The ranks of the coloured action cards.
-ACTION_RANKS = (SKIP, REVERSE, DRAW2)
-#: ``rule-fixed-colour``'s preference by colour index (red 0, green 1, blue 2, yellow 3): red, green, blue, yellow.
-FIXED_PREFERENCE = (3, 2, 1, 0)
+
+def sample_options(rng: np.random.Generator, legal: list[int], options: int, noise: float) -> int:
+    """A draw from a compiled player's move distribution (:func:`uno_env.core.player_options`): with probability
+    ``noise`` (one ``rng.random()``, only if ``noise > 0``) a uniform legal action, else a uniform one of the
+    ``options`` (a mask over action ids), drawn only when there are several. :func:`uno_env.core.choose_from` makes
+    the same draws from the generator's words."""
+    if noise > 0.0 and rng.random() < noise:
+        return legal[int(rng.integers(len(legal)))]
+    chosen = [action for action in legal if options >> action & 1]
+    return chosen[int(rng.integers(len(chosen)))] if len(chosen) > 1 else chosen[0]
 
 
-def colour_counts(hand: list[int]) -> list[int]:
-    """The coloured cards held of each colour, from a hand of 54 counts by card type."""
-    return [sum(hand[colour * NUM_COLOURED_RANKS:(colour + 1) * NUM_COLOURED_RANKS]) for colour in range(NUM_COLOURS)]
+class CompiledStyle(SeededPolicy):
+    """A style played as its compiled player ``compiled_player`` decides (module docstring); subclasses name it and
+    carry its ``likelihood_model``. A deterministic style draws nothing and has nothing to seed."""
 
+    compiled_player: str
+    likelihood_model: OpponentModel
 
-def is_number(card: int) -> bool:
-    """Whether a card type is a coloured number card (rank 0 to 9)."""
-    return 0 <= card < WILD and card % NUM_COLOURED_RANKS < SKIP
+    def __init__(self) -> None:
+        super().__init__()
+        self._code = COMPILED_PLAYERS.index(type(self).compiled_player)
+        #: The share of uniform choices over the legal actions (the compiled player's).
+        self.noise = float(PLAYER_NOISE[self._code])
 
-
-def is_coloured_action(card: int) -> bool:
-    """Whether a card type is a coloured skip, reverse or draw two."""
-    return 0 <= card < WILD and card % NUM_COLOURED_RANKS in ACTION_RANKS
-
-
-class _Style:
-    """What every style shares: ``act`` is ``act_legal`` on the view's legal actions, hand and opponent size."""
+    def reset(self, seed: int | None = None) -> None:
+        """Seed the choices (``default_rng(seed)``'s stream); nothing for a deterministic style."""
+        if type(self).compiled_player not in DETERMINISTIC_PLAYERS:
+            super().reset(seed)
 
     def act(self, view: PublicView) -> int:
         """This style's choice among ``view.legal_actions``."""
@@ -71,157 +92,88 @@ class _Style:
 
     def act_legal(self, legal: list[int], hand: list[int], opponent_hand_size: int) -> int:
         """:meth:`act` from the legal actions, the hand (54 counts) and the opponent's hand size."""
-        raise NotImplementedError
-
-
-class ScoredStyle(_Style):
-    """A deterministic style: each legal action gets a key and the largest is played (ties: the lowest id).
-
-    Subclasses define :meth:`key`; ``reset`` has nothing to seed.
-    """
-
-    def reset(self, seed: int | None = None) -> None:
-        """Nothing to reset: the style is deterministic."""
-
-    def key(self, action: int, card: int, colours: list[int], opponent_hand_size: int) -> tuple[int, ...]:
-        """The ordering of ``action`` (playing ``card``), given the colours held and the opponent's hand size."""
-        raise NotImplementedError
-
-    def act_legal(self, legal: list[int], hand: list[int], opponent_hand_size: int) -> int:
-        """The legal action of the largest key; the first in ``legal`` (ascending ids) among equal keys."""
         if len(legal) == 1:  # also the draw, which is only ever legal alone
             return legal[0]
-        colours = colour_counts(hand)
-        return max(legal, key=lambda action: self.key(action, action_card(action), colours, opponent_hand_size))
+        choice, options = player_options(self._code, np.asarray(hand, dtype=np.int64), opponent_hand_size,
+                                         np.asarray(legal, dtype=np.int64), len(legal))
+        if choice >= 0 and self.noise == 0.0:
+            return int(choice)
+        return sample_options(self.rng, legal, int(options), self.noise)
 
 
-class TieredStyle(_Style):
-    """A random style: uniform over the legal actions of the highest tier (:meth:`tier`), drawn from a generator
-    seeded in ``reset``."""
-
-    def __init__(self) -> None:
-        self.rng = np.random.default_rng()
-
-    def reset(self, seed: int | None = None) -> None:
-        """Seed the choices (``default_rng(seed)``'s stream)."""
-        self.rng = seeded_generator(seed) if type(seed) is int else np.random.default_rng(seed)
-
-    def tier(self, card: int) -> int:
-        """How much the style wants to play ``card`` (larger first)."""
-        raise NotImplementedError
-
-    def act_legal(self, legal: list[int], hand: list[int], opponent_hand_size: int) -> int:
-        """A uniform draw among the legal actions of the best tier (no draw when there is one legal action)."""
-        if len(legal) == 1:
-            return legal[0]
-        tiers = [self.tier(action_card(action)) for action in legal]
-        top = max(tiers)
-        options = [action for action, tier in zip(legal, tiers, strict=True) if tier == top]
-        return options[int(self.rng.integers(len(options)))] if len(options) > 1 else options[0]
-
-
-class HoldWildsPolicy(TieredStyle):
+class HoldWildsPolicy(CompiledStyle):
     """Hoards wilds: a uniform coloured play; a wild (uniform over its actions) only when nothing else is legal."""
 
-    def tier(self, card: int) -> int:
-        """Coloured cards before wilds."""
-        return 1 if card < WILD else 0
+    compiled_player = "hold-wilds"
+    likelihood_model = HoldWildsModel()
 
 
-class HoldActionsPolicy(TieredStyle):
-    """Keeps its action cards: a uniform number card, else a plain wild, else skip/reverse/draw two/wild draw four."""
+class HoldActionsPolicy(CompiledStyle):
+    """Keeps its action cards: a uniform number card, else a plain wild, else skip/reverse/draw two/wild draw four
+    (uniform over the legal actions of the first kind it has)."""
 
-    def tier(self, card: int) -> int:
-        """Numbers, then a plain wild, then the action cards."""
-        return 2 if is_number(card) else 1 if card == WILD else 0
-
-
-class WildsFirstPolicy(_Style):
-    """Spends wilds at once: a wild draw four, else a wild, declaring the colour held most; otherwise ``rule``."""
-
-    def __init__(self) -> None:
-        self.rule = RulePolicy()
-
-    def reset(self, seed: int | None = None) -> None:
-        """Nothing to reset: the style is deterministic."""
-
-    def act_legal(self, legal: list[int], hand: list[int], opponent_hand_size: int) -> int:
-        """The wild draw four or wild of the colour held most (the first such colour), else ``rule``'s choice."""
-        wilds = [action for action in legal if action_card(action) >= WILD]
-        if not wilds:
-            return self.rule.act_legal(legal, hand, opponent_hand_size)
-        colours = colour_counts(hand)
-        return max(wilds, key=lambda action: (action_card(action), colours[action // 15]))
+    compiled_player = "hold-actions"
+    likelihood_model = HoldActionsModel()
 
 
-class DumpActionsPolicy(ScoredStyle):
-    """Plays skip/reverse/draw two first, then a wild draw four, numbers, a plain wild last; colour held most."""
+class WildsFirstPolicy(CompiledStyle):
+    """Spends wilds at once: a wild draw four, else a wild, declaring the colour held most (the first such colour:
+    red, green, blue, yellow); otherwise ``rule``'s choice."""
 
-    def key(self, action: int, card: int, colours: list[int], opponent_hand_size: int) -> tuple[int, ...]:
-        """(kind, cards held of the colour the play leaves in force)."""
-        kind = 3 if is_coloured_action(card) else 2 if card == WILD_DRAW4 else 1 if card < WILD else 0
-        return kind, colours[action // 15]
-
-
-class HighestNumberPolicy(ScoredStyle):
-    """Plays the highest number it can (ties: the colour held most), action cards without a number, wilds last."""
-
-    def key(self, action: int, card: int, colours: list[int], opponent_hand_size: int) -> tuple[int, ...]:
-        """(kind, the number, cards held of the colour the play leaves in force)."""
-        if is_number(card):
-            return 2, card % NUM_COLOURED_RANKS, colours[action // 15]
-        return (1 if card < WILD else 0), 0, colours[action // 15]
+    compiled_player = "wilds-first"
+    likelihood_model = WildsFirstModel()
 
 
-class FixedColourRulePolicy(ScoredStyle):
-    """The rule player's tiers and tempo bonuses with a fixed colour preference instead of its colour counts."""
+class DumpActionsPolicy(CompiledStyle):
+    """Plays skip/reverse/draw two first, then a wild draw four, numbers, a plain wild last; within a kind the play
+    that leaves in force the colour held most (ties: the lowest action id)."""
 
-    def key(self, action: int, card: int, colours: list[int], opponent_hand_size: int) -> tuple[int, ...]:
-        """(tier, score) as :class:`~uno_env.opponents.RulePolicy` scores, the preference in place of the counts."""
-        danger = opponent_hand_size <= 2
-        score = FIXED_PREFERENCE[action // 15]
-        if card == WILD:
-            return 0, score - 5
-        if card == WILD_DRAW4:
-            return (2, score + 36) if danger else (0, score - 4)
-        if is_coloured_action(card):
-            return (2, score + 20) if danger else (1, score + 2)
-        return 1, score
+    compiled_player = "dump-actions"
+    likelihood_model = DumpActionsModel()
 
 
-class NoisyRulePolicy(_Style):
+class HighestNumberPolicy(CompiledStyle):
+    """Plays the highest number it can (ties: the colour held most, then the lowest action id), action cards without
+    a number, wilds last (each also by the colour held most)."""
+
+    compiled_player = "highest-number"
+    likelihood_model = HighestNumberModel()
+
+
+class FixedColourRulePolicy(CompiledStyle):
+    """The rule player's tiers and tempo bonuses (:class:`~uno_env.opponents.RulePolicy`) with a fixed colour
+    preference in place of its colour counts: a play scores 3 if it leaves red in force, 2 green, 1 blue, 0 yellow
+    (:data:`~uno_env.style_kernels.FIXED_PREFERENCE`), and no -1 for a coloured card."""
+
+    compiled_player = "rule-fixed-colour"
+    likelihood_model = FixedColourRuleModel()
+
+
+class NoisyRulePolicy(CompiledStyle):
     """``rule``, except that a share ``noise`` of its choices is uniform over the legal actions.
 
     Args:
-        noise: the share of uniform choices, in ``[0, 1]``; at :data:`RULE_NOISE` (the default) the policy is
-            exactly :class:`~uno_env.belief.models.NoisyRuleModel`, which it then carries as its
-            ``likelihood_model``.
+        noise: the share of uniform choices, in ``[0, 1]``; at :data:`~uno_env.style_kernels.RULE_NOISE` (the
+            default) the policy is exactly the compiled player ``noisy-rule`` and
+            :class:`~uno_env.belief.models.NoisyRuleModel`, which it then carries as its ``likelihood_model``;
+            another share has neither (``compiled_player`` is ``None`` on the instance).
     """
+
+    compiled_player = "noisy-rule"
+    likelihood_model = NoisyRuleModel()
 
     def __init__(self, noise: float = RULE_NOISE) -> None:
         if not 0.0 <= noise <= 1.0:
             raise ValueError(f"noise must be in [0, 1], got {noise!r}")
-        self.noise = noise
-        self.rule = RulePolicy()
-        self.rng = np.random.default_rng()
-        if noise == RULE_NOISE:
-            self.likelihood_model = NoisyRuleModel()
-
-    def reset(self, seed: int | None = None) -> None:
-        """Seed the choices (``default_rng(seed)``'s stream)."""
-        self.rng = seeded_generator(seed) if type(seed) is int else np.random.default_rng(seed)
-
-    def act_legal(self, legal: list[int], hand: list[int], opponent_hand_size: int) -> int:
-        """With probability ``noise`` a uniform legal action, else ``rule``'s choice."""
-        if len(legal) == 1:
-            return legal[0]
-        if self.rng.random() < self.noise:
-            return legal[int(self.rng.integers(len(legal)))]
-        return self.rule.act_legal(legal, hand, opponent_hand_size)
+        super().__init__()
+        if noise != RULE_NOISE:
+            self.noise = noise
+            self.compiled_player = None
+            self.likelihood_model = None
 
 
 #: Every style by name (the names :func:`uno_env.policy.make_policy` accepts for them).
-STYLES: dict[str, Callable[[], _Style]] = {
+STYLES: dict[str, Callable[[], CompiledStyle]] = {
     "hold-wilds": HoldWildsPolicy,
     "wilds-first": WildsFirstPolicy,
     "dump-actions": DumpActionsPolicy,

@@ -1,17 +1,18 @@
 """The native vector env: N games of two-player UNO stepped in one compiled call (``Uno-v0``'s ``vector_entry_point``).
 
 ``gym.make_vec("Uno-v0", num_envs=N, vectorization_mode="vector_entry_point", opponent="rule")`` gives a
-:class:`UnoVectorEnv`. Each step applies the N agents' actions, lets each game's built-in opponent (``random`` or
-``rule``) move until it is the agent's turn again, and encodes the N observations, all inside one numba kernel
-over the packed game states of :mod:`uno_env.core`: each game's step is the compiled step sequence's one driver,
-:func:`uno_env.core.play_turn` (the single env's compiled path and the playouts run it too), its reward core's one
-outcome table (:func:`uno_env.core.reward`), the observation is :func:`uno_env.observation.encode_seat_into` (the
-one definition of the encoding) and the ``counting`` belief features
-:func:`uno_env.observation.counting_state_features_into`. Python runs once per batch, not once per game.
+:class:`UnoVectorEnv`. Each step applies the N agents' actions, lets each game's built-in opponent (``random``,
+``rule`` or an opponent style of :mod:`uno_env.styles`: a name of :data:`uno_env.core.COMPILED_PLAYERS`) move until
+it is the agent's turn again, and encodes the N observations, all inside one numba kernel over the packed game states
+of :mod:`uno_env.core`: each game's step is the compiled step sequence's one driver, :func:`uno_env.core.play_turn`
+(the single env's compiled path and the playouts run it too), its reward core's one outcome table
+(:func:`uno_env.core.reward`), the observation is :func:`uno_env.observation.encode_seat_into` (the one definition of
+the encoding) and the ``counting`` belief features :func:`uno_env.observation.counting_state_features_into`. Python
+runs once per batch, not once per game.
 
 Randomness and seeds (docs/design.md, "Compiled kernels and their Python twin"). Each sub-env owns a splitmix64 stream
 (:func:`uno_env.core.below`) that deals its games (:func:`uno_env.core.deal_into`), reshuffles, flips the coin
-for the first player, draws the opponent of a mix and makes the ``random`` opponent's choices. ``reset(seed=s)``
+for the first player, draws the opponent of a mix and makes a random opponent's choices. ``reset(seed=s)``
 starts sub-env ``i``'s stream from ``s + i`` (Gymnasium's convention for vector envs), so a seed replays the same
 games, and sub-env ``i`` of a vector seeded ``s`` plays the games of sub-env 0 of one seeded ``s + i``.
 
@@ -21,7 +22,7 @@ Python would cost more than the rest of a game's steps together. What "the same 
 therefore: from the same position (:meth:`UnoVectorEnv.scenario` gives a sub-env's position as a RULES.md
 scenario for ``UnoEnv.reset(options={"scenario": ...})``), with a deterministic opponent (``rule``) and the same
 actions, both give the same observations, masks, rewards and terminations until the first reshuffle, after
-which each shuffles with its own generator (tests/test_vector_env.py). With the ``random`` opponent they agree
+which each shuffles with its own generator (tests/test_vector_env.py). With a random opponent they agree
 in distribution only.
 """
 
@@ -212,7 +213,7 @@ class UnoVectorEnv(VectorEnv):
 
     ## Description
     Each sub-env is the game of :class:`~uno_env.env.UnoEnv` (RULES.md) from the agent's seat, against the
-    ``random`` or ``rule`` opponent moving inside the kernel; the module docstring says how seeds map to games and
+    built-in opponent (a compiled player) moving inside the kernel; the module docstring says how seeds map to games and
     in what sense the games equal the single env's. Skip, Reverse, +2 and +4 give their player another turn;
     forced draws are agent decisions with one legal action.
 
