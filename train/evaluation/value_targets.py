@@ -112,9 +112,7 @@ def _self_play(games: int, seed: int, players: np.ndarray, shares: np.ndarray
             _row_of(state, rows[n])
             numbers[n] = game
             n += 1
-            count = core.legal_actions_into(state, legal)
-            player = seats[game, state[core.CURRENT]]
-            core.apply_action(state, core.choose(state, legal, count, player, stream), stream)
+            core.advance(state, -1, seats[game, 0], seats[game, 1], stream, legal, 1)  # one move, by the driver
     return rows[:n], numbers[:n], seats[numbers[:n]] == core.RANDOM_POLICY
 
 
