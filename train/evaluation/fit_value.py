@@ -68,7 +68,7 @@ def permute_colours(states: np.ndarray, perm: Sequence[int]) -> np.ndarray:
 
 
 def fit(states: np.ndarray, random_seats: np.ndarray, scores: np.ndarray,
-        held_out: tuple[np.ndarray, np.ndarray, np.ndarray], hidden: Sequence[int] = (128, 128), epochs: int = 10,
+        held_out: tuple[np.ndarray, np.ndarray, np.ndarray], hidden: Sequence[int] = (128, 128), epochs: int = 12,
         seed: int = 0, batch: int = 512) -> tuple[ValueFunction, list[float]]:
     """An MLP fitted to the mover's ``scores`` in ``states`` where ``random_seats`` play ``random`` (cross-entropy,
     AdamW, up to ``epochs`` passes, each over the states with their colours renamed at random), as it was after the
@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "(default: %(default)s; never a measurement's)")
     parser.add_argument("--hidden", type=int, nargs="+", default=[128, 128], help="hidden layer sizes "
                         "(default: 128 128)")
-    parser.add_argument("--epochs", type=int, default=10, help="passes over the states at most (default: "
+    parser.add_argument("--epochs", type=int, default=12, help="passes over the states at most (default: "
                         "%(default)s)")
     parser.add_argument("--out", type=Path, default=DEFAULT_PATH, help="where to write the weights (default: the "
                         "shipped file)")
