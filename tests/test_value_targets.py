@@ -6,7 +6,7 @@ import numpy as np
 from uno_testlib import scenario
 
 from train.evaluation.control_variates import state_of
-from train.evaluation.value import COLOUR, CURRENT, DECK, HANDS, PENDING, TOP
+from train.evaluation.value import COLOUR, CURRENT, DECK, HANDS, PENDING, TOP, ValueFunction, features
 from train.evaluation.value_targets import pack_row, rollout_values, self_play_states
 from uno_env import core
 from uno_env.cards import COPIES, NUM_CARD_TYPES, card_rank
@@ -79,3 +79,19 @@ def test_self_play_states_are_positions_of_seeded_games():
     by_game = {tuple(flags) for flags in random_seats[firsts].tolist()}
     assert by_game == {(False, False), (True, False), (False, True), (True, True)}  # every pairing, both seats
     assert all((random_seats[numbers == game] == random_seats[firsts[game]]).all() for game in range(60))
+
+
+def test_a_states_value_has_the_same_digits_alone_and_in_any_batch():
+    """V's forward pass sums in a fixed order (``value.dense``): BLAS's ``@`` gave other last digits for a row
+    depending on the batch around it and the thread settings, so worker layouts changed adjusted win rates."""
+    states, _, random_seats = self_play_states(20, 6)
+    value = ValueFunction.load()
+    whole = value.seat0(states, random_seats)
+    pieces = np.concatenate([value.seat0(states[i:i + 7], random_seats[i:i + 7]) for i in range(0, len(states), 7)])
+    assert np.array_equal(whole, pieces)
+    x = features(states, random_seats)
+    for layer, (w, b) in enumerate(zip(value.weights, value.biases, strict=True)):
+        x = x @ w + b
+        x = np.maximum(x, 0.0) if layer < len(value.weights) - 1 else x
+    mover = 1.0 / (1.0 + np.exp(-x[:, 0].astype(np.float64)))
+    assert np.allclose(value.mover(states, random_seats), mover, atol=1e-5)

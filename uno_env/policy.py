@@ -154,6 +154,13 @@ def make_policy(spec: str | Policy) -> Policy:
     return checked_policy(spec)
 
 
+def compiled_player(policy: object) -> str | None:
+    """The compiled player that makes exactly ``policy``'s decisions (module docstring): its own class's
+    ``compiled_player``, not an inherited one, and ``None`` when the instance turns it off or there is none."""
+    name = vars(type(policy)).get("compiled_player")
+    return None if name is None or getattr(policy, "compiled_player", None) is None else name
+
+
 def checked_policy(policy: Policy) -> Policy:
     """``policy`` itself, once it is known to be an object with ``reset`` and ``act`` (``TypeError`` otherwise,
     saying what to pass instead of a class)."""

@@ -30,7 +30,7 @@ from uno_env.belief import BeliefKind
 from uno_env.core import COMPILED_PLAYERS, DETERMINISTIC_PLAYERS
 from uno_env.game import Game, IllegalActionError
 from uno_env.observation import SeatObserver
-from uno_env.policy import Policy, checked_policy, needs_of
+from uno_env.policy import Policy, checked_policy, compiled_player, needs_of
 from uno_env.seeding import seed_words, seeded_generator
 from uno_env.view import PublicView
 
@@ -87,7 +87,7 @@ class Seat:
         self._act_legal = (getattr(policy, "act_legal", None) if policy is not None and belief == "none" else None)
         # What draws from the seat's seed: a belief tracker, and a policy, unless its own class names a compiled
         # player that draws no random number (its decisions are that player's, so it has no randomness to seed).
-        deterministic = policy is not None and vars(type(policy)).get("compiled_player") in DETERMINISTIC_PLAYERS
+        deterministic = policy is not None and compiled_player(policy) in DETERMINISTIC_PLAYERS
         #: Whether the seat reads its seed in :meth:`start`; :func:`start_game` derives the seats' seeds only then.
         self.reads_seed = belief != "none" or (policy is not None and not deterministic)
 
@@ -98,8 +98,8 @@ class Seat:
         ``compiled_player`` (:mod:`uno_env.policy`); ``None`` for a policy without one (a subclass too, which may
         decide otherwise), for an instance that sets its own to ``None`` (a setting the compiled player does not
         have) and for a seat with belief features, whose tracker must see every view."""
-        name = None if self._act_legal is None else vars(type(self.policy)).get("compiled_player")
-        if name is None or getattr(self.policy, "compiled_player", None) is None:
+        name = None if self._act_legal is None else compiled_player(self.policy)
+        if name is None:
             return None
         if name not in COMPILED_PLAYERS:  # never another player's kernel in its place
             raise ValueError(f"{type(self.policy).__name__}.compiled_player is {name!r}, not a compiled player "

@@ -41,6 +41,7 @@ from train.evaluation.value import (
 from uno_env.cards import DRAW_ACTION, NUM_CARD_TYPES, action_card, action_colour, play_action
 from uno_env.core import RUNNING, after_play
 from uno_env.game import Game
+from uno_env.policy import compiled_player
 from uno_env.seat import deal_game
 from uno_env.view import DRAW, PLAY, RESHUFFLE
 
@@ -96,9 +97,9 @@ def game_correction(seed: int, first_player: int, events: Sequence[tuple], polic
 
 
 def random_seats(policies: Sequence[object]) -> np.ndarray:
-    """Which of the seats' players is the uniformly random one (its class names the compiled ``random`` as its
-    twin, :mod:`uno_env.policy`): what :class:`~train.evaluation.value.ValueFunction` is told."""
-    return np.array([vars(type(policy)).get("compiled_player") == "random" for policy in policies])
+    """Which of the seats' players is the uniformly random one (its compiled twin is ``random``,
+    :func:`uno_env.policy.compiled_player`): what :class:`~train.evaluation.value.ValueFunction` is told."""
+    return np.array([compiled_player(policy) == "random" for policy in policies])
 
 
 def replay(start: Game, events: Sequence[tuple], known: tuple[Probabilities | None, Probabilities | None]

@@ -10,6 +10,10 @@ renamed at random: the rules do not tell them apart), for as many passes as do b
 numpy weights (by default over the shipped ``train/evaluation/value_net.npz``). The same command gives the same file
 (one torch thread, seeded). Its report says how long playing, labelling and fitting took.
 
+With ``--states FILE`` the labelled states are written as soon as they are made (under a temporary name, renamed when
+whole), and a later run with the same option reads them instead of playing again: a run killed or stopped with
+Ctrl-C while fitting loses only the fit. The weights are written the same way, so a kill never leaves half a file.
+
 The deals used here must never be those of a reported measurement: the published ones use other seeds (docs).
 """
 
@@ -18,6 +22,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import zipfile
 from collections.abc import Sequence
 from itertools import permutations
 from pathlib import Path
@@ -25,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from agents.files import atomic_path
 from train.evaluation.value import (
     COLOUR,
     CURRENT,
@@ -32,6 +38,7 @@ from train.evaluation.value import (
     DEFAULT_PATH,
     FEATURES,
     HANDS,
+    STATE_SIZE,
     TOP,
     ValueFunction,
     features,
@@ -119,6 +126,24 @@ def entropy(p: np.ndarray) -> float:
     return float(-(q * np.log(q) + (1 - q) * np.log(1 - q)).mean())
 
 
+def _read_states(path: Path) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], int]:
+    """The labelled states a ``--states`` file keeps and the playouts that labelled them; ``ValueError`` naming the
+    file for one that is not such."""
+    try:
+        with np.load(path) as kept:
+            arrays = tuple(kept[key] for key in ("states", "random_seats", "scores", "numbers"))
+            playouts = int(kept["playouts"])
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as error:
+        raise ValueError(f"--states {path}: not a file of labelled states ({error}); remove it to label "
+                         f"again") from None
+    states, random_seats, scores, numbers = arrays
+    n = len(states)
+    if states.shape != (n, STATE_SIZE) or random_seats.shape != (n, 2) or scores.shape != (n,) or \
+            numbers.shape != (n,):
+        raise ValueError(f"--states {path}: arrays of the wrong shapes; remove it to label again")
+    return arrays, playouts
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Play, label, fit and save; prints the sizes, the held-out loss and the times."""
     parser = argparse.ArgumentParser(prog="python -m train.evaluation.fit_value", description=__doc__.split("\n")[0])
@@ -140,15 +165,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, low in (("games", 10), ("rollouts", 1), ("epochs", 1)):
         if getattr(args, name) < low:
             parser.error(f"--{name} must be at least {low}, got {getattr(args, name)}")
+    try:
+        return _run(args)
+    except KeyboardInterrupt:
+        kept = f"; the labelled states are kept in {args.states}" if args.states and args.states.is_file() else ""
+        print(f"fit_value: interrupted, {args.out} unchanged{kept}", file=sys.stderr)
+        return 130
+    except ValueError as error:  # a --states file that is not one
+        print(f"fit_value: {error}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    """:func:`main` once its options are checked."""
     start = time.perf_counter()
     if args.states is not None and args.states.is_file():
-        with np.load(args.states) as kept:
-            states, random_seats, scores, numbers = (kept[key] for key in ("states", "random_seats", "scores",
-                                                                           "numbers"))
+        (states, random_seats, scores, numbers), playouts = _read_states(args.states)
     else:
+        playouts = args.rollouts
         states, random_seats, scores, numbers = labelled_states(args.games, args.rollouts, args.seed)
         if args.states is not None:
-            np.savez(args.states, states=states, random_seats=random_seats, scores=scores, numbers=numbers)
+            with atomic_path(args.states) as temporary, open(temporary, "wb") as stream:
+                np.savez(stream, states=states, random_seats=random_seats, scores=scores, numbers=numbers,
+                         playouts=playouts)
     labelled = time.perf_counter()
     # Every tenth game is held out: it chooses the pass whose network is kept.
     out = numbers % 10 == 9
@@ -156,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         args.hidden, args.epochs, args.seed)
     done = time.perf_counter()
     value.save(args.out)
-    print(f"{len(np.unique(numbers))} games, {len(states)} states, {args.rollouts} playouts each; held-out "
+    print(f"{len(np.unique(numbers))} games, {len(states)} states, {playouts} playouts each; held-out "
           f"cross-entropy by pass {' '.join(f'{loss:.4f}' for loss in losses)} (the labels' own entropy "
           f"{entropy(scores[out]):.4f}, a constant 0.5 gives {np.log(2):.4f}); kept pass "
           f"{int(np.argmin(losses)) + 1}; playing and labelling {labelled - start:.0f} s, fitting "

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
+from agents.files import atomic_path
 from uno_env.cards import COPIES, DECK_SIZE, NUM_CARD_TYPES, NUM_COLOURS, PLAYABLE, card_rank
 
 _N = NUM_CARD_TYPES
@@ -153,11 +154,12 @@ class ValueFunction:
         return np.where(states[:, CURRENT] == 0, p, 1.0 - p)
 
     def save(self, path: Path) -> None:
-        """Write the weights as an ``.npz`` (``w0, b0, w1, b1, ...``)."""
+        """Write the weights as an ``.npz`` (``w0, b0, w1, b1, ...``), under a temporary name renamed at the end: a
+        kill while writing leaves the file there before (the shipped one, by default) whole."""
         arrays = {}
         for layer, (w, b) in enumerate(zip(self.weights, self.biases, strict=True)):
             arrays[f"w{layer}"], arrays[f"b{layer}"] = w, b
-        with open(path, "wb") as stream:
+        with atomic_path(path) as temporary, open(temporary, "wb") as stream:
             np.savez(stream, **arrays)
 
     @classmethod
