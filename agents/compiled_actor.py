@@ -17,9 +17,6 @@ Only networks trained with ``belief="none"`` compile: the belief trackers are no
 
 from __future__ import annotations
 
-import hashlib
-from weakref import WeakKeyDictionary
-
 import torch
 from stable_baselines3.common.torch_layers import FlattenExtractor
 
@@ -90,24 +87,3 @@ def compiled_opponent(policy: PPOPolicy) -> CompiledOpponent:
     the same deterministic moves (tests/test_vector_env.py). Raises ``ValueError`` as :func:`actor_params` does.
     """
     return CompiledOpponent(policy.name, actor_choice, actor_params(policy))
-
-
-_DIGESTS: WeakKeyDictionary[PPOPolicy, str] = WeakKeyDictionary()
-
-
-def network_digest(policy: object) -> str | None:
-    """A short digest of the actor that makes ``policy``'s moves: its weights, biases, activation and kind, so two
-    checkpoints of the same actor share it. ``None`` for a policy that is not a deterministic network of belief
-    ``none`` (only those play as the compiled actor does, :func:`actor_params`)."""
-    if not isinstance(policy, PPOPolicy) or not policy.deterministic or policy.belief != "none":
-        return None
-    if policy not in _DIGESTS:
-        try:
-            weights, biases, activation, _, _, afterstate = actor_params(policy)
-        except ValueError:  # an actor the kernels do not compute
-            return None
-        h = hashlib.sha256(f"{activation} {afterstate}".encode())
-        for array in (*weights, *biases):
-            h.update(array.tobytes())
-        _DIGESTS[policy] = h.hexdigest()[:16]
-    return _DIGESTS[policy]

@@ -11,22 +11,9 @@ import numpy as np
 import pytest
 from uno_testlib import scenario
 
-from agents.compiled_actor import network_digest
-from train.evaluation.control_variates import known_probabilities, replay, seat_players, state_of
+from train.evaluation.control_variates import known_probabilities, replay, state_of
 from train.evaluation.matches import run_matches
-from train.evaluation.value import (
-    AGENT_FEATURES,
-    AS_AGENT,
-    AS_RANDOM,
-    AS_RULE,
-    CURRENT,
-    DECK,
-    FEATURES,
-    HANDS,
-    PENDING,
-    ValueFunction,
-)
-from train.policies import resolve_policy
+from train.evaluation.value import CURRENT, DECK, FEATURES, HANDS, PENDING, ValueFunction
 from uno_env.cards import DRAW_ACTION, NUM_CARD_TYPES
 from uno_env.core import draw_plan
 from uno_env.game import Game
@@ -35,13 +22,11 @@ from uno_env.opponents import RandomPolicy, RulePolicy
 from uno_env.seat import deal_game
 
 
-def random_value(seed: int = 0, hidden: int = 16, scale: float = 0.5, agent: str = "") -> ValueFunction:
-    """An arbitrary value network (an agent's V when ``agent`` names one): random weights, values spread over
-    (0, 1)."""
+def random_value(seed: int = 0, hidden: int = 16, scale: float = 0.5) -> ValueFunction:
+    """An arbitrary value network: random weights, values spread over (0, 1)."""
     rng = np.random.default_rng(seed)
-    inputs = AGENT_FEATURES if agent else FEATURES
-    return ValueFunction([rng.normal(0, scale, (inputs, hidden)), rng.normal(0, 1, (hidden, 1))],
-                         [rng.normal(0, 0.1, hidden), np.zeros(1)], agent)
+    return ValueFunction([rng.normal(0, scale, (FEATURES, hidden)), rng.normal(0, 1, (hidden, 1))],
+                         [rng.normal(0, 0.1, hidden), np.zeros(1)])
 
 
 def constant_mover_value(p: float = 0.8) -> ValueFunction:
@@ -147,29 +132,6 @@ def test_adjusted_and_plain_means_agree_whatever_the_value_function(tmp_path: Pa
         corrections = (result.pair_scores - result.adjusted_scores).ravel()
         assert corrections.std() > 0.05  # the terms are not all zero
         assert abs(corrections.mean()) < 4 * corrections.std(ddof=1) / np.sqrt(corrections.size)
-
-
-def test_a_network_is_valued_as_the_agent_by_the_value_fitted_for_it_alone():
-    network = resolve_policy("search-q-none")
-    own = random_value(agent=network_digest(network))
-    rule, random = RulePolicy(), RandomPolicy()
-    assert seat_players([network, random], own).tolist() == [AS_AGENT, AS_RANDOM]
-    assert seat_players([rule, network], own).tolist() == [AS_RULE, AS_AGENT]
-    assert seat_players([network, rule], ValueFunction.load()).tolist() == [AS_RULE, AS_RULE]  # the general V
-    # Another network, or the same one sampling its moves, does not play the moves this V was fitted on.
-    assert seat_players([resolve_policy("search-q-afterstate"), rule], own).tolist() == [AS_RULE, AS_RULE]
-    assert seat_players([resolve_policy("search-q-none", deterministic=False), rule], own).tolist() == \
-        [AS_RULE, AS_RULE]
-
-
-def test_adjusted_and_plain_means_agree_with_an_agents_value(tmp_path: Path):
-    """An arbitrary agent's V, which reads the agent's seat, still leaves the mean where it is."""
-    path = tmp_path / "agent.npz"
-    random_value(6, scale=2.0, agent=network_digest(resolve_policy("search-q-none"))).save(path)
-    result, = run_matches([("search-q-none", "random")], pairs=60, seed=12, workers=1, control_variates=path)
-    corrections = (result.pair_scores - result.adjusted_scores).ravel()
-    assert corrections.std() > 0.05
-    assert abs(corrections.mean()) < 4 * corrections.std(ddof=1) / np.sqrt(corrections.size)
 
 
 def test_the_shipped_value_network_knows_a_won_position_from_a_lost_one():

@@ -19,13 +19,12 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3.common.vec_env import DummyVecEnv
 from uno_testlib import capped, winner_by_rules
 
-from agents.compiled_actor import network_digest
 from agents.ppo import SETTINGS_MEMBER, PPOPolicy, load_model, read_settings, save_model
-from train.cli.evaluate import main, own_value_net
+from train.cli.evaluate import main
 from train.evaluation.matches import MatchResult, evaluate, format_table, run_matches
 from train.evaluation.statistics import paired_interval
 from train.evaluation.tournament import bradley_terry, format_tournament, round_robin
-from train.evaluation.value import AGENT_FEATURES, DEFAULT_PATH, ValueFunction
+from train.evaluation.value import DEFAULT_PATH
 from uno_env.env import UnoEnv
 from uno_env.game import Game
 from uno_env.observation import encode_base
@@ -172,30 +171,6 @@ def test_cli_takes_a_checkpoint_or_a_run_folder(checkpoints: dict[str, Path], tm
         (run / "checkpoints" / f"step_{step:09d}.zip").write_bytes(checkpoints["none"].read_bytes())
     assert main([str(run), "--opponents", "random", "--pairs", "2", "--workers", "1"]) == 0
     assert "| step_000000128 | random | 4 |" in capsys.readouterr().out
-
-
-def test_cli_adjusts_with_the_agents_own_value_network_when_it_names_the_network(
-        checkpoints: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]):
-    checkpoint = tmp_path / "model.zip"
-    checkpoint.write_bytes(checkpoints["none"].read_bytes())
-    own = tmp_path / "model.value.npz"
-    assert own_value_net(str(checkpoint)) is None  # none fitted: the general V
-    rng = np.random.default_rng(0)
-    for agent in ("ffffffffffffffff", network_digest(PPOPolicy.load(checkpoint))):
-        ValueFunction([rng.normal(size=(AGENT_FEATURES, 3)), rng.normal(size=(3, 1))], [np.zeros(3), np.zeros(1)],
-                      agent).save(own)
-        chosen = own_value_net(str(tmp_path))
-        if agent.startswith("f"):  # fitted for another network: said, and not used
-            assert chosen is None and "was fitted for another network" in capsys.readouterr().err
-        else:
-            assert chosen == own
-    json_out = tmp_path / "out.json"
-    assert main([str(checkpoint), "--opponents", "random", "--pairs", "3", "--workers", "1", "--json",
-                 str(json_out)]) == 0
-    expected = evaluate(str(checkpoint), ["random"], pairs=3, workers=1, control_variates=own)[0].to_dict()
-    general = evaluate(str(checkpoint), ["random"], pairs=3, workers=1, control_variates=DEFAULT_PATH)[0].to_dict()
-    assert json.loads(json_out.read_text())[0]["adjusted"] == json.loads(json.dumps(expected))["adjusted"]
-    assert expected["adjusted"]["win_rate"] != general["adjusted"]["win_rate"]
 
 
 def test_cli_errors(checkpoints: dict[str, Path], capsys: pytest.CaptureFixture[str]):

@@ -15,9 +15,8 @@ seats swapped; every opponent meets the same deals, all derived from --seed, so 
 does not depend on --workers. The 95% intervals are paired t-intervals over deal pairs (Wilson's over games
 where t is not trustworthy). Each row also gives the adjusted win rate: every game's score minus the luck of its
 draws (and of random's choices) as a value network that sees every card measures it, which has the same
-expectation and a tighter interval (--no-control-variates: without). The value network is the agent's own when
-one was fitted for it (python -m train.evaluation.fit_value --agent: model.value.npz beside its model.zip), else
-the general one. A tournament rates the players by Bradley-Terry on the Elo scale, relative to random.
+expectation and a tighter interval (--no-control-variates: without). A tournament rates the players by
+Bradley-Terry on the Elo scale, relative to random.
 
 With --address the games run as Ray tasks on the cluster's cores, with the same results as on this machine;
 --checkpoint and --save-games must then be on storage every machine sees. With --checkpoint DIR every chunk of
@@ -42,43 +41,17 @@ from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
-from agents.compiled_actor import network_digest
-from agents.ppo import PPOPolicy
 from train.cli.destinations import file_problem, folder_problem
 from train.evaluation import sprt
 from train.evaluation.matches import MAX_PAIRS, evaluate, format_table
 from train.evaluation.tournament import format_tournament, round_robin
-from train.evaluation.value import DEFAULT_PATH, ValueFunction, agent_value_path
+from train.evaluation.value import DEFAULT_PATH, ValueFunction
 from train.interrupts import keeping_interrupts, terminate_as_interrupt
 from train.output import file_error, printable
 from train.specs import checkpoint_path, validate_spec
 
 #: The seed of the deals behind the published win rates (the model cards and the results page).
 PUBLISHED_SEED = 12346
-
-
-def own_value_net(spec: str) -> Path | None:
-    """The value network fitted for the agent ``spec`` names (:func:`~train.evaluation.value.agent_value_path`
-    beside its checkpoint), if there is one and it names the checkpoint's network; a file there fitted for another
-    network (the checkpoint was replaced since) is said on stderr and not used."""
-    checkpoint = checkpoint_path(spec)
-    path = None if checkpoint is None else agent_value_path(checkpoint)
-    if path is None or not path.is_file():
-        return None
-    try:
-        value = ValueFunction.load(path)
-        digest = network_digest(PPOPolicy.load(checkpoint))
-    except ValueError as error:
-        print(f"uno-evaluate: not using {printable(str(path))} ({error}): the general value network adjusts",
-              file=sys.stderr)
-        return None
-    if value.agent != digest:
-        print(f"uno-evaluate: {printable(str(path))} was fitted for another network than "
-              f"{printable(str(checkpoint))}'s (fit it again: python -m train.evaluation.fit_value --agent ...); "
-              "the general value network adjusts",
-              file=sys.stderr)
-        return None
-    return path
 
 
 def _agent_spec(spec: str) -> str:
@@ -146,9 +119,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="keep the finished deal pairs in DIR; the same command again goes on from them")
     parser.add_argument("--no-control-variates", action="store_true",
                         help="no adjusted win rates (they replay every game through a value network)")
-    parser.add_argument("--value-net", type=Path, metavar="FILE",
-                        help="the value network of the control variates (default: the agent's own if it has one, "
-                             "else the general one)")
+    parser.add_argument("--value-net", type=Path, metavar="FILE", default=DEFAULT_PATH,
+                        help="the value network of the control variates (default: the shipped one)")
     parser.add_argument("--sprt", nargs=2, metavar=("ELO0", "ELO1"),
                         help="stop once a sequential test decides between the agent's score at ELO0 and at ELO1 "
                              "(Elo, or win rates such as 55%% 60%%); one opponent; --pairs is the most it plays")
@@ -194,14 +166,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"--sprt: {error}")
     value_net = None
     if not args.no_control_variates and not args.tournament:
-        if args.value_net is None:
-            value_net = own_value_net(_agent_spec(args.players[0])) or DEFAULT_PATH
-        else:
-            try:
-                ValueFunction.load(args.value_net)  # checked now, not in the first worker after the games began
-            except ValueError as error:
-                parser.error(f"--value-net: {error}")
-            value_net = args.value_net
+        try:
+            ValueFunction.load(args.value_net)  # checked now, not in the first worker after the games began
+        except ValueError as error:
+            parser.error(f"--value-net: {error}")
+        value_net = args.value_net
     if args.address and importlib.util.find_spec("ray") is None:
         parser.error("--address needs Ray, which is not installed; install the tune extra: pip install 'uno-rl[tune]'")
     named = [("", spec) for spec in args.players]

@@ -27,17 +27,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agents.compiled_actor import network_digest
 from train.evaluation.value import (
-    AS_AGENT,
-    AS_RANDOM,
-    AS_RULE,
     COLOUR,
     CURRENT,
     DECK,
     HANDS,
+    NO_RANDOM,
     PENDING,
-    RULE_SEATS,
     STATE_SIZE,
     TOP,
     ValueFunction,
@@ -76,18 +72,18 @@ class ChanceEvents:
     fixed: np.ndarray  # (rows,)
     actual: np.ndarray  # (events,) row indices
 
-    def values(self, value: ValueFunction, seats: np.ndarray = RULE_SEATS) -> np.ndarray:
+    def values(self, value: ValueFunction, random_seats: np.ndarray = NO_RANDOM) -> np.ndarray:
         """Seat 0's value of every row: the score where the game is over, else ``value``'s (one batched pass), told
-        how each seat plays (:func:`seat_players`)."""
+        which seats play ``random`` (:func:`random_seats`)."""
         out = self.fixed.copy()
         running = np.isnan(out)
         if running.any():
-            out[running] = value.seat0(self.states[running], seats)
+            out[running] = value.seat0(self.states[running], random_seats)
         return out
 
-    def correction(self, value: ValueFunction, seats: np.ndarray = RULE_SEATS) -> float:
+    def correction(self, value: ValueFunction, random_seats: np.ndarray = NO_RANDOM) -> float:
         """The sum over the events of ``V(outcome) - E[V]``, for seat 0: what the draws and known choices added."""
-        v = self.values(value, seats)
+        v = self.values(value, random_seats)
         return float(v[self.actual].sum() - (self.weights * v).sum())
 
 
@@ -97,22 +93,13 @@ def game_correction(seed: int, first_player: int, events: Sequence[tuple], polic
     between ``policies`` from ``seed`` and ``first_player``, whose engine events are ``events``: seat 0's adjusted
     score is its score minus this, seat 1's its score plus this."""
     known = (known_probabilities(policies[0]), known_probabilities(policies[1]))
-    return replay(deal_game(seed, first_player), events, known).correction(value, seat_players(policies, value))
+    return replay(deal_game(seed, first_player), events, known).correction(value, random_seats(policies))
 
 
-def seat_players(policies: Sequence[object], value: ValueFunction) -> np.ndarray:
-    """How ``value`` values each seat's player (``AS_*`` codes of :mod:`train.evaluation.value`): as the uniformly
-    random player if its compiled twin is ``random`` (:func:`uno_env.policy.compiled_player`), as the agent if
-    ``value`` is an agent's V and the policy plays that network (:func:`~agents.compiled_actor.network_digest`), else
-    as ``rule``."""
-    def code(policy: object) -> int:
-        if compiled_player(policy) == "random":
-            return AS_RANDOM
-        if value.agent and network_digest(policy) == value.agent:
-            return AS_AGENT
-        return AS_RULE
-
-    return np.array([code(policy) for policy in policies], dtype=np.int64)
+def random_seats(policies: Sequence[object]) -> np.ndarray:
+    """Which of the seats' players is the uniformly random one (its compiled twin is ``random``,
+    :func:`uno_env.policy.compiled_player`): what :class:`~train.evaluation.value.ValueFunction` is told."""
+    return np.array([compiled_player(policy) == "random" for policy in policies])
 
 
 def replay(start: Game, events: Sequence[tuple], known: tuple[Probabilities | None, Probabilities | None]

@@ -8,12 +8,9 @@ luck of the draw (:mod:`train.evaluation.control_variates`). A *state* here is o
 * ``TOP``, ``COLOUR``: the discard pile's top card type and the colour in force;
 * ``CURRENT``: the seat to move (or to go on drawing); ``PENDING``: the cards it must still draw.
 
-V is also told how each seat plays (:data:`AS_RULE`, :data:`AS_RANDOM`, :data:`AS_AGENT`): the same state is worth
-less to a seat that plays at random (``random``, whose moves are chance events of the control variates), and more to
-a stronger player. The general V (the shipped ``value_net.npz``) knows ``random`` and values every other player as
-if it played ``rule``. A V fitted for one network (an *agent's V*, ``fit_value --agent``) knows that network too: it
-names it by :func:`agents.compiled_actor.network_digest` and takes two more inputs, which seat plays it. Knowing the
-players is what lets V take their luck out: a network wins more than ``rule`` would from the same state.
+V also takes which seats play the uniformly random player (``random``, whose moves are chance events of the
+control variates): the same state is worth less to a seat that plays at random. Every other player is valued as if
+it played ``rule``.
 
 The network is a small MLP with a compiled forward pass (batched; no torch at evaluation; :func:`dense`). It sees
 the state from the side of the seat to move (:func:`features`) and predicts that seat's score (win 1, draw 1/2,
@@ -43,10 +40,8 @@ _SIZE_CAP = 15
 HAND_SCALE = 7.0
 #: Inputs of the network: the mover's hand, the other hand, the deck, the top card, the colour, the cards to draw,
 #: both hand sizes one-hot, the deck's size, how many cards of each hand fit the top card, and whether the mover and
-#: the other seat play at random. An agent's V takes two more (:data:`AGENT_FEATURES`).
+#: the other seat play at random.
 FEATURES = 3 * _N + _N + NUM_COLOURS + 1 + 2 * (_SIZE_CAP + 1) + 1 + 2 + 2
-#: Inputs of an agent's V: :data:`FEATURES`, then whether the mover and the other seat play the agent.
-AGENT_FEATURES = FEATURES + 2
 #: The shipped weights.
 DEFAULT_PATH = Path(__file__).with_name("value_net.npz")
 _COPIES = np.array(COPIES, dtype=np.float32)
@@ -57,27 +52,19 @@ for _colour in range(NUM_COLOURS):
         _FITS[_colour, _top, list(PLAYABLE[_colour][card_rank(_top)])] = 1.0
 
 
-#: How V values a seat's player: as ``rule``, as the uniformly random player, as the network an agent's V is for.
-AS_RULE, AS_RANDOM, AS_AGENT = 0, 1, 2
-def agent_value_path(checkpoint: Path) -> Path:
-    """Where an agent's V lives: beside its checkpoint, ``model.zip`` -> ``model.value.npz``."""
-    return checkpoint.with_suffix(".value.npz")
+#: Neither seat plays at random.
+NO_RANDOM = np.zeros(2, dtype=bool)
 
 
-#: Both seats valued as ``rule``.
-RULE_SEATS = np.zeros(2, dtype=np.int64)
-
-
-def features(states: np.ndarray, seats: np.ndarray = RULE_SEATS, agent_inputs: bool = False) -> np.ndarray:
-    """The network's inputs (float32, ``(n, FEATURES)``, or ``AGENT_FEATURES`` with ``agent_inputs``) of
-    ``(n, STATE_SIZE)`` states, seen by the seat to move; ``seats`` says how each seat plays (``AS_*`` codes): ``(2,)``
-    by seat, or ``(n, 2)`` one row per state."""
+def features(states: np.ndarray, random_seats: np.ndarray = NO_RANDOM) -> np.ndarray:
+    """The network's inputs (float32, ``(n, FEATURES)``) of ``(n, STATE_SIZE)`` states, seen by the seat to move;
+    ``random_seats`` says which seat plays ``random``: ``(2,)`` booleans by seat, or ``(n, 2)`` one row per state."""
     n = len(states)
     mover = states[:, CURRENT]
     hands = states[:, HANDS:DECK].reshape(n, 2, _N)
     rows = np.arange(n)
     mine, theirs = hands[rows, mover], hands[rows, 1 - mover]
-    out = np.zeros((n, AGENT_FEATURES if agent_inputs else FEATURES), dtype=np.float32)
+    out = np.zeros((n, FEATURES), dtype=np.float32)
     # Counts over a type's copies: 0..1 whatever the type (a wild has 4 copies, a zero 1).
     out[:, :_N] = mine / _COPIES
     out[:, _N:2 * _N] = theirs / _COPIES
@@ -97,13 +84,9 @@ def features(states: np.ndarray, seats: np.ndarray = RULE_SEATS, agent_inputs: b
     fits = _FITS[states[:, COLOUR], states[:, TOP]]
     out[:, at + 1] = (mine * fits).sum(axis=1) / HAND_SCALE
     out[:, at + 2] = (theirs * fits).sum(axis=1) / HAND_SCALE
-    by_seat = np.broadcast_to(np.asarray(seats), (n, 2))
-    mover_plays, other_plays = by_seat[rows, mover], by_seat[rows, 1 - mover]
-    out[:, at + 3] = mover_plays == AS_RANDOM
-    out[:, at + 4] = other_plays == AS_RANDOM
-    if agent_inputs:
-        out[:, at + 5] = mover_plays == AS_AGENT
-        out[:, at + 6] = other_plays == AS_AGENT
+    by_seat = np.broadcast_to(np.asarray(random_seats, dtype=bool), (n, 2))
+    out[:, at + 3] = by_seat[rows, mover]
+    out[:, at + 4] = by_seat[rows, 1 - mover]
     return out
 
 
@@ -133,22 +116,19 @@ class ValueFunction:
     """An MLP (ReLU hidden layers, a sigmoid output) over :func:`features`: the mover's expected score.
 
     Args:
-        weights: the layers' matrices, ``(inputs, outputs)`` each, the first taking :data:`FEATURES` inputs
-            (:data:`AGENT_FEATURES` for an agent's V) and the last giving one output.
+        weights: the layers' matrices, ``(inputs, outputs)`` each, the first taking :data:`FEATURES` inputs and the
+            last giving one output.
         biases: the layers' bias vectors.
-        agent: an agent's V: the :func:`~agents.compiled_actor.network_digest` of the network it was fitted for;
-            ``""`` for the general V.
 
     Raises:
-        ValueError: the shapes do not chain from the inputs to one output.
+        ValueError: the shapes do not chain from :data:`FEATURES` inputs to one output.
     """
 
-    def __init__(self, weights: list[np.ndarray], biases: list[np.ndarray], agent: str = "") -> None:
+    def __init__(self, weights: list[np.ndarray], biases: list[np.ndarray]) -> None:
         if not weights or len(weights) != len(biases):
             raise ValueError(f"need as many weight matrices as bias vectors (at least one), got {len(weights)} and "
                              f"{len(biases)}")
-        self.agent = agent
-        inputs = AGENT_FEATURES if agent else FEATURES
+        inputs = FEATURES
         for layer, (w, b) in enumerate(zip(weights, biases, strict=True)):
             if w.ndim != 2 or w.shape[0] != inputs or b.shape != (w.shape[1],):
                 raise ValueError(f"layer {layer}: weights {w.shape} and bias {b.shape} do not take {inputs} inputs")
@@ -158,26 +138,25 @@ class ValueFunction:
         self.weights = [np.asarray(w, dtype=np.float32) for w in weights]
         self.biases = [np.asarray(b, dtype=np.float32) for b in biases]
 
-    def mover(self, states: np.ndarray, seats: np.ndarray = RULE_SEATS) -> np.ndarray:
-        """The expected score (float64, ``(n,)``) of the seat to move in each of ``states`` (``seats`` as
+    def mover(self, states: np.ndarray, random_seats: np.ndarray = NO_RANDOM) -> np.ndarray:
+        """The expected score (float64, ``(n,)``) of the seat to move in each of ``states`` (``random_seats`` as
         :func:`features` takes it)."""
-        x = features(states, seats, bool(self.agent))
+        x = features(states, random_seats)
         last = len(self.weights) - 1
         for layer, (w, b) in enumerate(zip(self.weights, self.biases, strict=True)):
             x = dense(x, w, b, layer < last)
         return 1.0 / (1.0 + np.exp(-x[:, 0].astype(np.float64)))
 
-    def seat0(self, states: np.ndarray, seats: np.ndarray = RULE_SEATS) -> np.ndarray:
-        """Seat 0's expected score (float64, ``(n,)``) in each of ``states`` (``seats`` as :func:`features` takes
-        it)."""
-        p = self.mover(states, seats)
+    def seat0(self, states: np.ndarray, random_seats: np.ndarray = NO_RANDOM) -> np.ndarray:
+        """Seat 0's expected score (float64, ``(n,)``) in each of ``states`` (``random_seats`` as :func:`features`
+        takes it)."""
+        p = self.mover(states, random_seats)
         return np.where(states[:, CURRENT] == 0, p, 1.0 - p)
 
     def save(self, path: Path) -> None:
-        """Write the weights as an ``.npz`` (``w0, b0, w1, b1, ...``, and ``agent`` for an agent's V), under a
-        temporary name renamed at the end: a kill while writing leaves the file there before (the shipped one, by
-        default) whole."""
-        arrays: dict[str, np.ndarray] = {"agent": np.array(self.agent)} if self.agent else {}
+        """Write the weights as an ``.npz`` (``w0, b0, w1, b1, ...``), under a temporary name renamed at the end: a
+        kill while writing leaves the file there before (the shipped one, by default) whole."""
+        arrays = {}
         for layer, (w, b) in enumerate(zip(self.weights, self.biases, strict=True)):
             arrays[f"w{layer}"], arrays[f"b{layer}"] = w, b
         with atomic_path(path) as temporary, open(temporary, "wb") as stream:
@@ -191,13 +170,12 @@ class ValueFunction:
                 layers = len([key for key in data.files if key.startswith("w")])
                 weights = [data[f"w{layer}"] for layer in range(layers)]
                 biases = [data[f"b{layer}"] for layer in range(layers)]
-                agent = str(data["agent"]) if "agent" in data.files else ""
         except FileNotFoundError:
             raise ValueError(f"value network {path}: no such file") from None
         except (OSError, KeyError, ValueError) as error:
             raise ValueError(f"value network {path}: not a value network file ({error})") from None
         try:
-            return cls(weights, biases, agent)
+            return cls(weights, biases)
         except ValueError as error:
             raise ValueError(f"value network {path}: {error}") from None
 
@@ -206,6 +184,5 @@ class ValueFunction:
         h = hashlib.sha256()
         for array in (*self.weights, *self.biases):
             h.update(array.tobytes())
-        h.update(self.agent.encode())
         return h.hexdigest()[:16]
 

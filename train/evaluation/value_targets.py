@@ -5,17 +5,15 @@ force, the seat to move and the cards it must still draw). Two compiled kernels 
 :mod:`train.evaluation.fit_value`:
 
 * :func:`self_play_states`: the state before every move of games played with the compiled players (``rule`` and
-  ``random``, :data:`PAIRINGS`; for an agent's V, the agent's compiled actor against them, :data:`AGENT_PAIRINGS`),
-  from deals of the kernel random stream;
+  ``random``, :data:`PAIRINGS`), from deals of the kernel random stream;
 * :func:`rollout_values`: seat 0's mean score over playouts from a state, the deck's order shuffled anew for each
-  playout (nobody knows it), each seat played as V will be told it plays (``AS_*`` codes of
-  :mod:`train.evaluation.value`: ``rule``, ``random`` or the agent's actor). That is the value of the state when the
-  seats play so from there, with a noise that shrinks as the square root of the playouts: a far less noisy target
-  than the one final outcome of the game the state came from.
+  playout (nobody knows it), a seat that played ``random`` in the game playing ``random`` and any other ``rule``.
+  That is the value of the state when the seats play so from there, with a noise that shrinks as the square root of
+  the playouts: a far less noisy target than the one final outcome of the game the state came from.
 
-Why ``rule`` for every player but ``random`` in the general V: it is one function for every matchup, and ``rule``
-plays much as the networks do (they were made against it). An agent's V knows the agent's moves too, and takes more
-of the luck out of that agent's games (docs/evaluation.md).
+Why ``rule`` for every player but ``random``: V is one function for every matchup and is told only which seat plays
+``random`` (whose moves are chance events), and ``rule`` plays much as the networks do (they were made against it).
+A V that knew every player could take more of the luck out; see docs/evaluation.md for what this one takes.
 
 A row does not say which cards lie in the discard pile under the top card or in what order: they are every card
 in neither hand nor the deck, and their order does not matter (a reshuffle shuffles them).
@@ -26,7 +24,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from agents.actor_kernels import actor_choice
 from train.evaluation import value
 from uno_env import core
 from uno_env.cards import COPIES, NUM_ACTIONS, NUM_CARD_TYPES, card_rank
@@ -34,17 +31,10 @@ from uno_env.cards import COPIES, NUM_ACTIONS, NUM_CARD_TYPES, card_rank
 _N = NUM_CARD_TYPES
 _COPIES = np.array(COPIES, dtype=np.int64)
 _RANK_OF = np.array([card_rank(card) for card in range(_N)], dtype=np.int64)
-#: The general V's self-play games: the players of (seat 0, seat 1) as V's ``AS_*`` codes, and the share of games of
-#: each: the states V meets are those of players near ``rule`` and of ``random``. One game in two swaps the seats.
-PAIRINGS: tuple[tuple[int, int, float], ...] = ((value.AS_RULE, value.AS_RULE, 0.5),
-                                                (value.AS_RULE, value.AS_RANDOM, 0.3),
-                                                (value.AS_RANDOM, value.AS_RANDOM, 0.2))
-#: An agent's V's self-play games: the agent against ``rule`` (which stands for every player but ``random``) and
-#: against ``random``.
-AGENT_PAIRINGS: tuple[tuple[int, int, float], ...] = ((value.AS_AGENT, value.AS_RULE, 0.7),
-                                                      (value.AS_AGENT, value.AS_RANDOM, 0.3))
-#: The compiled player of each ``AS_*`` code (the agent's actor is the driver's external chooser).
-_PLAYER_OF = np.array([core.RULE_POLICY, core.RANDOM_POLICY, core.EXTERNAL], dtype=np.int64)
+#: The self-play games' players, (seat 0, seat 1) as compiled player codes, and the share of games of each: the
+#: states V meets are those of players near ``rule`` and of ``random``. One game in two swaps the seats.
+PAIRINGS: tuple[tuple[str, str, float], ...] = (("rule", "rule", 0.5), ("rule", "random", 0.3),
+                                                ("random", "random", 0.2))
 #: Moves after which a self-play game stops giving states (UNO games end far sooner).
 _MAX_MOVES = 400
 #: Actions after which a playout that has not ended counts as a draw.
@@ -97,10 +87,10 @@ def pack_row(row: np.ndarray, state: np.ndarray, stream: np.ndarray) -> None:
 
 
 @njit(cache=True)
-def _self_play(games: int, seed: int, players: np.ndarray, shares: np.ndarray, chooser, params: tuple
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`self_play_states`' kernel: ``players`` (pairings, 2) ``AS_*`` codes, ``shares`` their cumulative
-    shares; the agent's moves are ``chooser(state, legal, n, params)``'s."""
+def _self_play(games: int, seed: int, players: np.ndarray, shares: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`self_play_states`' kernel: ``players`` (pairings, 2) compiled player codes, ``shares`` their
+    cumulative shares."""
     stream = np.full(1, seed, dtype=np.uint64)
     state = np.zeros(core.STATE_SIZE, dtype=np.int64)
     legal = np.empty(NUM_ACTIONS, dtype=np.int64)
@@ -122,30 +112,22 @@ def _self_play(games: int, seed: int, players: np.ndarray, shares: np.ndarray, c
             _row_of(state, rows[n])
             numbers[n] = game
             n += 1
-            ctl = core.control(-1, False, _PLAYER_OF[seats[game, 0]], _PLAYER_OF[seats[game, 1]], 1)
-            core.play_turn(state, ctl, stream, None, chooser, params, legal, None)  # one move, by the driver
-    return rows[:n], numbers[:n], seats
+            core.advance(state, -1, seats[game, 0], seats[game, 1], stream, legal, 1)  # one move, by the driver
+    return rows[:n], numbers[:n], seats[numbers[:n]] == core.RANDOM_POLICY
 
 
-def self_play_states(games: int, seed: int, actor: tuple | None = None
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The state before every move of ``games`` games from ``seed`` (int64 rows of :mod:`train.evaluation.value`),
-    the number of the game each comes from and how each seat plays in it (``(n, 2)`` ``AS_*`` codes): games of
-    :data:`PAIRINGS`, or with ``actor`` (:func:`agents.compiled_actor.actor_params` of the agent) of
-    :data:`AGENT_PAIRINGS`. Same seed, same states."""
-    pairings = PAIRINGS if actor is None else AGENT_PAIRINGS
-    players = np.array([[a, b] for a, b, _ in pairings], dtype=np.int64)
-    shares = np.cumsum([share for _, _, share in pairings])
-    if actor is None:
-        rows, numbers, seats = _self_play(games, seed, players, shares / shares[-1], None, ())
-    else:
-        rows, numbers, seats = _self_play(games, seed, players, shares / shares[-1], actor_choice, actor)
-    return rows, numbers, seats[numbers]
+def self_play_states(games: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The state before every move of ``games`` games of :data:`PAIRINGS` from ``seed`` (int64 rows of
+    :mod:`train.evaluation.value`), the number of the game each comes from and which seats play ``random`` in it
+    (``(n, 2)`` booleans). Same seed, same states."""
+    players = np.array([[core.COMPILED_PLAYERS.index(a), core.COMPILED_PLAYERS.index(b)] for a, b, _ in PAIRINGS])
+    shares = np.cumsum([share for _, _, share in PAIRINGS])
+    return _self_play(games, seed, players, shares / shares[-1])
 
 
 @njit(cache=True)
-def _rollouts(rows: np.ndarray, players: np.ndarray, playouts: int, seed: int, chooser, params: tuple) -> np.ndarray:
-    """:func:`rollout_values`' kernel: ``players`` (n, 2) ``AS_*`` codes, the agent's moves ``chooser``'s."""
+def _rollouts(rows: np.ndarray, players: np.ndarray, playouts: int, seed: int) -> np.ndarray:
+    """:func:`rollout_values`' kernel: ``players`` (n, 2) compiled player codes."""
     stream = np.full(1, seed, dtype=np.uint64)
     state = np.zeros(core.STATE_SIZE, dtype=np.int64)
     legal = np.empty(NUM_ACTIONS, dtype=np.int64)
@@ -154,28 +136,17 @@ def _rollouts(rows: np.ndarray, players: np.ndarray, playouts: int, seed: int, c
         total = 0.0
         for _ in range(playouts):
             pack_row(rows[i], state, stream)
-            ctl = core.control(-1, False, _PLAYER_OF[players[i, 0]], _PLAYER_OF[players[i, 1]], _MAX_PLAYOUT)
-            core.play_turn(state, ctl, stream, None, chooser, params, legal, None)
+            core.advance(state, -1, players[i, 0], players[i, 1], stream, legal, _MAX_PLAYOUT)
             outcome = state[core.OUTCOME]
             total += 1.0 if outcome == 0 else 0.0 if outcome == 1 else 0.5  # a draw or a playout cut short: 1/2
         out[i] = total / playouts
     return out
 
 
-def rollout_values(rows: np.ndarray, seats: np.ndarray, playouts: int, seed: int, actor: tuple | None = None
-                   ) -> np.ndarray:
+def rollout_values(rows: np.ndarray, random_seats: np.ndarray, playouts: int, seed: int) -> np.ndarray:
     """Seat 0's mean score (float64, ``(n,)``) over ``playouts`` playouts from each of the ``(n, STATE_SIZE)`` value
-    ``rows`` of running games, each with the deck shuffled anew from ``seed``'s stream; each seat plays as ``seats``
-    (``(n, 2)`` or ``(2,)`` ``AS_*`` codes) says, a seat of the agent with ``actor``
-    (:func:`agents.compiled_actor.actor_params`).
-
-    Raises:
-        ValueError: a seat plays the agent and no ``actor`` is given.
-    """
-    players = np.ascontiguousarray(np.broadcast_to(np.asarray(seats, dtype=np.int64), (len(rows), 2)))
-    rows = np.ascontiguousarray(rows, dtype=np.int64)
-    if actor is None:
-        if (players == value.AS_AGENT).any():
-            raise ValueError("a seat plays the agent: rollout_values needs its actor")
-        return _rollouts(rows, players, playouts, seed, None, ())
-    return _rollouts(rows, players, playouts, seed, actor_choice, actor)
+    ``rows`` of running games, each with the deck shuffled anew from ``seed``'s stream; a seat that
+    ``random_seats`` (``(n, 2)`` or ``(2,)`` booleans) marks plays ``random``, the other ``rule``."""
+    random_seats = np.broadcast_to(np.asarray(random_seats, dtype=bool), (len(rows), 2))
+    players = np.where(random_seats, core.RANDOM_POLICY, core.RULE_POLICY).astype(np.int64)
+    return _rollouts(np.ascontiguousarray(rows, dtype=np.int64), players, playouts, seed)
