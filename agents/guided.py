@@ -30,6 +30,7 @@ from agents.ppo import PPOPolicy
 from agents.search import SearchPolicy
 from agents.shipped import MODEL_FILE, checkpoint_path
 from uno_env.belief import LearnedOpponent
+from uno_env.belief.learned import RULE_CANDIDATES
 
 #: The network of the named player: the shipped agent trained without belief features (the compiled actor reads the
 #: public observation only), whose guided search is the one measured.
@@ -54,7 +55,8 @@ def guided_search(network: str | Path = DEFAULT_NETWORK, simulations: int | None
     """
     path = checkpoint_path(network, "guided search")
     policy = PPOPolicy.load(path, name=path.parent.name if path.name == MODEL_FILE else path.stem)
+    # The filter its published strength was measured with: the rule-like candidates, weighed by their prior.
+    learned = LearnedOpponent(RULE_CANDIDATES, catch_all="random", proposal="prior")
     return SearchPolicy(simulations=simulations, time_ms=time_ms, belief="particles", n_particles=n_particles,
-                        opponent_model=LearnedOpponent(catch_all="random"), rollout=actor_params(policy),
-                        opponent_rollout="rule",
+                        opponent_model=learned, rollout=actor_params(policy), opponent_rollout="rule",
                         value=value_params(policy), leaf_moves=leaf_moves)

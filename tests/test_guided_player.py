@@ -11,6 +11,7 @@ from agents.ppo import PPOPolicy
 from agents.search import SearchPolicy
 from uno_env import core
 from uno_env.belief import LearnedOpponent
+from uno_env.belief.learned import RULE_CANDIDATES
 from uno_env.match import play_game
 from uno_env.opponents import RulePolicy
 from uno_env.policy import make_policy
@@ -49,10 +50,11 @@ def test_the_name_builds_the_measured_player():
     network = PPOPolicy.load(SHIPPED)
     assert isinstance(player, SearchPolicy)
     assert (player.simulations, player.belief, player.n_particles, player.leaf_moves) == (1_800, "particles", 500, 4)
-    # The measured player's learned model: the default candidates, the uniform one answering for itself.
+    # The measured player's learned model: the rule-like candidates weighed by their prior, the uniform one answering
+    # for itself.
     model = player.opponent_model
-    assert isinstance(model, LearnedOpponent) and model.catch_all == "random"
-    assert [type(candidate) for candidate in model.candidates] == [type(c) for c in LearnedOpponent().candidates]
+    assert isinstance(model, LearnedOpponent) and model.catch_all == "random" and model.proposal == "prior"
+    assert [type(candidate) for candidate in model.candidates] == [type(c) for c in RULE_CANDIDATES]
     assert player.prior is None and player._compiled_rollout[1] == core.RULE_POLICY
     for built, shipped in ((player._actor, actor_params(network)), (player.value, value_params(network))):
         assert all(np.array_equal(a, b) for a, b in zip(built[0], shipped[0], strict=True))  # the layers' weights
@@ -62,7 +64,8 @@ def test_it_plays_as_the_search_spelled_out_and_the_same_seed_replays_the_game()
     # What benchmarks/search_strength.py ran as ``--players learned --guides leaf=4 --network SHIPPED``, when the
     # learned model's uniform candidate still answered for itself.
     network = PPOPolicy.load(SHIPPED)
-    spelled_out = SearchPolicy(simulations=64, belief="particles", opponent_model=LearnedOpponent(catch_all="random"),
+    learned = LearnedOpponent(RULE_CANDIDATES, catch_all="random", proposal="prior")
+    spelled_out = SearchPolicy(simulations=64, belief="particles", opponent_model=learned,
                                rollout=actor_params(network), opponent_rollout="rule", value=value_params(network),
                                leaf_moves=4)
     moves = _actions(guided_search(simulations=64), seed=11)

@@ -12,6 +12,7 @@ from belief_testlib import check_invariants
 from agents.search import SearchPolicy
 from train.evaluation.belief_quality import measure_quality
 from uno_env.belief import LearnedOpponent, NoisyRuleModel, RandomModel, RuleModel, TrajectoryBelief, make_belief
+from uno_env.belief.learned import RULE_CANDIDATES
 from uno_env.belief.tracker import Decision
 from uno_env.cards import DRAW_ACTION
 from uno_env.match import play_game
@@ -67,10 +68,12 @@ class _NoisyRule:
 
 
 def _final_weights(opponent: Callable[[], object], games: int, n: int = 300,
-                   candidates: tuple | None = None) -> np.ndarray:
+                   candidates: tuple = RULE_CANDIDATES) -> np.ndarray:
+    """The weights learned by the end of each game with the rule-like candidates weighed by their prior (the filter
+    ``search-guided`` plays with; tests/test_belief_styles.py has the default filter against every style)."""
     weights = []
     for seed in range(games):
-        belief = TrajectoryBelief(n, np.random.default_rng(seed), model=LearnedOpponent(candidates))
+        belief = TrajectoryBelief(n, np.random.default_rng(seed), model=LearnedOpponent(candidates, proposal="prior"))
         play_game((_Tracked(RulePolicy(), belief), opponent()), seed, seed % 2)
         weights.append(belief.model_weights())
     return np.array(weights)
@@ -89,13 +92,13 @@ def test_weights_move_toward_the_model_that_generated_the_moves():
 
 
 def test_a_rule_like_player_is_learned_as_the_noisy_rule_model():
-    """The default candidates (rule, noisy rule, random): a player that is the rule player at 70% of its decisions
+    """The rule-like candidates (rule, noisy rule, random): a player that is the rule player at 70% of its decisions
     refutes the rule model at its first deviation, and the noisy rule model explains its plays better than the
     uniform one, so the noisy model ends with the most weight in every game. Against the rule player itself the two
     rule models share the weight (both explain its plays; the plain rule model only slightly better) and the uniform
     one loses it; against the random player the rule model is refuted and the uniform one takes the weight in most
     games (a short game of random plays can look rule-like: the noisy model then keeps some)."""
-    assert [type(model) for model in LearnedOpponent().candidates] == [RuleModel, NoisyRuleModel, RandomModel]
+    assert [type(model) for model in RULE_CANDIDATES] == [RuleModel, NoisyRuleModel, RandomModel]
     against_noisy = _final_weights(_NoisyRule, 4)
     against_rule = _final_weights(RulePolicy, 4)
     against_random = _final_weights(RandomPolicy, 4)
@@ -133,7 +136,7 @@ def test_the_true_hand_is_never_impossible_in_soak_games():
     (lambda: LearnedOpponent(candidates=(RuleModel(),)), "uniform model"),
     (lambda: LearnedOpponent(candidates=(RuleModel(), RandomModel(), RuleModel())), "duplicate"),
     (lambda: LearnedOpponent(candidates=(RulePolicy(), RandomModel())), "not an opponent model"),
-    (lambda: LearnedOpponent(prior=(1.0,)), "prior must be 3 positive weights"),
+    (lambda: LearnedOpponent(prior=(1.0,)), "prior must be 6 positive weights"),
     (lambda: LearnedOpponent((RuleModel(), RandomModel()), prior=(1.0, 0.0)), "prior must be 2 positive weights"),
     (lambda: LearnedOpponent(share=1.0), "share must be a number in [0, 1)"),
     (lambda: LearnedOpponent(share=-0.1), "share must be a number in [0, 1)"),
@@ -157,7 +160,7 @@ def test_bad_opponent_model_settings_are_refused(make, message):
 def test_learned_setting_builds_the_learned_filter():
     belief = make_belief("particles", n_particles=50, rng=np.random.default_rng(0), opponent_model="learned")
     assert isinstance(belief, TrajectoryBelief) and isinstance(belief.model, LearnedOpponent)
-    assert np.allclose(belief.model_weights(), 1 / 3)
+    assert np.allclose(belief.model_weights(), 1 / len(belief.model.candidates))
     told = make_belief("particles", n_particles=50, rng=np.random.default_rng(0), opponent_policy=RulePolicy())
     assert told.model_weights() is None
 
@@ -177,7 +180,8 @@ def test_the_plain_filter_answers_for_the_catch_all_candidate():
     answers become the plain filter's: ``plain_share`` is that weight, and the answers mix in the plain filter's
     by it. With ``catch_all="random"`` the uniform candidate answers itself and the plain filter has no share."""
     for catch_all, expect_share in (("plain", True), ("random", False)):
-        belief = TrajectoryBelief(200, np.random.default_rng(1), model=LearnedOpponent(catch_all=catch_all))
+        belief = TrajectoryBelief(200, np.random.default_rng(1),
+                                  model=LearnedOpponent(RULE_CANDIDATES, catch_all=catch_all))
         tracked = _Tracked(RulePolicy(), belief, check=True)
         play_game((tracked, make_policy("hold-wilds")), 1, 0)
         weights = belief.model_weights()
@@ -206,7 +210,7 @@ def test_a_match_carries_what_was_learned_to_the_next_game():
     with (before any play of the new game); not told, it starts from the prior."""
     ends = []
     for again in (True, False):
-        belief = TrajectoryBelief(200, np.random.default_rng(4), model=LearnedOpponent())
+        belief = TrajectoryBelief(200, np.random.default_rng(4), model=LearnedOpponent(RULE_CANDIDATES))
         play_game((_Tracked(RulePolicy(), belief), RulePolicy()), 4, 0)
         ends.append(belief.model_weights())
         if again:

@@ -2,22 +2,29 @@
 
 The policy-aware filter (:mod:`uno_env.belief.trajectory`) weighs each hypothesis by ``pi_2(action | hand)``,
 which it must be told. :class:`LearnedOpponent` is told nothing about the opponent: it names *candidate* models
-(:mod:`uno_env.belief.models`; by default the built-in ``rule`` player, ``rule`` with a quarter of uniform choices
-and the uniform ``random`` player) and prior weights, and the filter learns which candidate the opponent plays
-like while it tracks the hand:
+(:mod:`uno_env.belief.models`; by default :data:`STYLE_CANDIDATES`, the models of ``rule``, of the training opponent
+styles and of the uniform ``random`` player) and prior weights, and the filter learns which candidate the opponent
+plays like while it tracks the hand:
 
-* at an opponent play ``a`` the filter weighs a hypothesis (hand ``H``) by the prior mixture
-  ``pi_mix(a | H) = sum_k prior_k pi_k(a | H)`` (logged with the play, so the resample-move moves target one
-  fixed posterior and keep their detailed balance); a history a candidate could have played is thereby favoured
-  over one it could not, whatever has been learned;
+* at an opponent play ``a`` the filter weighs a hypothesis (hand ``H``) by the mixture
+  ``pi_mix(a | H) = sum_k m_k pi_k(a | H)`` with ``m = (prior + W) / 2``, half the prior and half the weights ``W``
+  learned from the plays before it (the *proposal* ``"learned"``; ``"prior"`` weighs every play with the prior
+  alone, ``m = prior``). The mixture is logged with the play, so the resample-move moves target one fixed posterior
+  and keep their detailed balance. Following what was learned lets the particles follow the candidate that
+  describes the opponent: under the prior mixture alone the deterministic candidates (probability 1 for the one move
+  they make) dominate it, and the histories of a player whose choices are spread get too few particles for its
+  posterior. The prior's half keeps particles on every candidate's histories, so a candidate that gained weight early
+  cannot starve the others of evidence (with ``m = W`` alone, the rule candidates kept the weight against a player
+  that hoards wilds);
 * each particle carries, per candidate, the log of ``R_k = prod_plays pi_k / pi_mix`` along its own trajectory:
   its importance weight for candidate ``k``'s posterior. After each play the candidates' weights are Bayes' rule
-  with the hand integrated out along the trajectories, ``W_k ∝ prior_k sum_p w_p R_k(p)``;
+  with the hand integrated out along the trajectories, ``W_k ∝ prior_k sum_p w_p R_k(p)`` (true whatever mixture
+  each play was weighed with, as long as it was fixed before the play);
 * then a small share of the weight is spread evenly over the candidates, ``W <- (1 - s) W + s / K``: a floor
   (``W`` is recomputed from the ratios at each play, so this is not a switching prior), which keeps every
-  candidate in the answers' average and the weights away from 0. A deterministic candidate that no history the
-  particles hold can reconcile with the plays (``rule`` after a play no hand makes it choose) stays at the floor:
-  Bayes' rule refutes it;
+  candidate in the answers' average and in the mixture, and the weights away from 0. A deterministic candidate that
+  no history the particles hold can reconcile with the plays (``rule`` after a play no hand makes it choose) stays
+  at the floor: Bayes' rule refutes it;
 * the answers (marginals, features, sampled hands) are the model average ``sum_k W_k`` (candidate ``k``'s
   posterior by self-normalized importance weights ``w_p R_k(p)``).
 
@@ -41,11 +48,28 @@ from typing import Literal
 
 import numpy as np
 
-from uno_env.belief.models import PLAIN_MODEL, RANDOM_MODEL, NoisyRuleModel, OpponentModel, RandomModel, RuleModel
+from uno_env.belief.models import (
+    PLAIN_MODEL,
+    RANDOM_MODEL,
+    DumpActionsModel,
+    HoldActionsModel,
+    NoisyRuleModel,
+    OpponentModel,
+    RandomModel,
+    RuleModel,
+    WildsFirstModel,
+)
 from uno_env.core import COMPILED_PLAYERS
 
 #: The likelihood code of the filter for a learned mixture (not a code of ``models.action_likelihood``).
 LEARNED_MODEL = -1
+#: The default candidates: ``rule``, the training opponent styles (``uno_env.styles.TRAINING_STYLES``; never the
+#: held-out ones) and the uniform ``random``.
+STYLE_CANDIDATES: tuple[OpponentModel, ...] = (RuleModel(), NoisyRuleModel(), WildsFirstModel(), DumpActionsModel(),
+                                               HoldActionsModel(), RandomModel())
+#: The rule-like candidates: ``rule``, ``rule`` with a quarter of uniform choices (a player that is rule-like but
+#: not ``rule`` refutes ``rule`` at its first deviation) and ``random``. ``search-guided``'s filter learns these.
+RULE_CANDIDATES: tuple[OpponentModel, ...] = (RuleModel(), NoisyRuleModel(), RandomModel())
 
 
 class LearnedOpponent:
@@ -53,24 +77,26 @@ class LearnedOpponent:
 
     Args:
         candidates: the candidate models (``code`` and ``likelihood``, :mod:`uno_env.belief.models`); one of them
-            must be the uniform ``random`` model. Default: ``rule``, the noisy rule model (:class:`NoisyRuleModel`:
-            a player that is rule-like but not ``rule`` refutes ``rule`` at its first deviation) and ``random``.
+            must be the uniform ``random`` model. Default: :data:`STYLE_CANDIDATES`.
         prior: prior weights of the candidates (positive, normalized here); default equal.
         share: the fixed share spread evenly after each update, in ``[0, 1)``.
         catch_all: what the uniform candidate answers: ``"plain"`` (the default), the plain filter's posterior;
             ``"random"``, its own (module docstring).
+        proposal: the mixture each play is weighed with: ``"learned"`` (the default), half the prior and half the
+            weights learned from the plays before it; ``"prior"``, the prior weights (module docstring).
 
     Raises:
         ValueError: naming the bad setting (no candidates, no uniform candidate, a candidate that is not a model
             or is the plain likelihood, a duplicate, a prior of the wrong length or not positive, a share outside
-            ``[0, 1)``, an unknown ``catch_all``).
+            ``[0, 1)``, an unknown ``catch_all`` or ``proposal``).
     """
 
     code = LEARNED_MODEL
 
     def __init__(self, candidates: Sequence[OpponentModel] | None = None, prior: Sequence[float] | None = None,
-                 share: float = 0.01, catch_all: Literal["plain", "random"] = "plain") -> None:
-        candidates = (RuleModel(), NoisyRuleModel(), RandomModel()) if candidates is None else tuple(candidates)
+                 share: float = 0.01, catch_all: Literal["plain", "random"] = "plain",
+                 proposal: Literal["learned", "prior"] = "learned") -> None:
+        candidates = STYLE_CANDIDATES if candidates is None else tuple(candidates)
         if not candidates:
             raise ValueError("a learned opponent model needs at least one candidate model")
         for candidate in candidates:
@@ -89,11 +115,14 @@ class LearnedOpponent:
             raise ValueError(f"share must be a number in [0, 1), got {share!r}")
         if catch_all not in ("plain", "random"):
             raise ValueError(f"catch_all must be 'plain' or 'random', got {catch_all!r}")
+        if proposal not in ("learned", "prior"):
+            raise ValueError(f"proposal must be 'learned' or 'prior', got {proposal!r}")
         self.candidates = candidates
         self.codes = np.array(codes, np.int64)
         self.prior = weights / weights.sum()
         self.share = float(share)
         self.catch_all = catch_all
+        self.proposal = proposal
         #: The uniform candidate's index among the candidates.
         self.uniform = codes.index(RANDOM_MODEL)
 
@@ -115,4 +144,5 @@ class LearnedOpponent:
 
     def __repr__(self) -> str:
         names = ", ".join(type(candidate).__name__ for candidate in self.candidates)
-        return f"LearnedOpponent([{names}], share={self.share}, catch_all={self.catch_all!r})"
+        return (f"LearnedOpponent([{names}], share={self.share}, catch_all={self.catch_all!r}, "
+                f"proposal={self.proposal!r})")

@@ -106,6 +106,7 @@ class TrajectoryBelief(PublicTracker):
         self._codes = model.codes if learned else np.zeros(0, np.int64)
         self._prior = model.prior if learned else np.zeros(0)
         self._share = model.share if learned else 0.0
+        self._adaptive = learned and model.proposal == "learned"
         self._weights = self._prior.copy()
         self._start_weights = self._prior
         self._log_ratio = np.zeros((n_particles, len(self._codes)))
@@ -263,7 +264,7 @@ class TrajectoryBelief(PublicTracker):
     def likelihood(self) -> Likelihood:
         """The opponent model as the kernels take it (its arrays are the filter's own)."""
         return Likelihood(self.model_code, self._codes, self._mix, self._weights, self._share, self._start_weights,
-                          self._log_ratio, self._ratio_buf, self._scratch)
+                          self._adaptive, self._log_ratio, self._ratio_buf, self._scratch)
 
     def _answer_weights(self) -> np.ndarray:
         """The particles' normalized weights in the answers. With a learned model, the Bayesian model average:

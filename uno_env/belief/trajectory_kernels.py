@@ -58,6 +58,8 @@ class Likelihood(NamedTuple):
     share: float
     #: The candidates' prior weights (K,) of the current run.
     prior: np.ndarray
+    #: Whether a play is weighed with the mean of ``prior`` and the weights learned so far (``True``) or ``prior``.
+    adaptive: bool
     #: Per particle, ``log prod_plays pi_k / pi_mix`` (N x K): its importance weight under candidate ``k``.
     log_ratio: np.ndarray
     #: Scratch: a copy of ``log_ratio`` while resampling (N x K), and each candidate's likelihood (K,).
@@ -207,12 +209,14 @@ def _apply(log: np.ndarray, e: int, slots: np.ndarray, hands: np.ndarray, w: np.
            stream: np.ndarray, legal: np.ndarray) -> float:
     """Event ``e`` for every live particle: draw its slot, or reweight it. Returns the total weight.
 
-    A play with a learned model is weighed with the run's prior mixture, logged with it, and adds to each
-    particle's log ratios."""
+    A play with a learned model is weighed with the mixture of the prior and the weights learned so far, half and
+    half (of the prior alone unless ``lik.adaptive``), logged with it, and adds to each particle's log ratios."""
     kind = log[e, KIND]
     learning = kind == PLAY_EVENT and lik.code == LEARNED_MODEL
     if learning:
-        lik.mix[e] = lik.prior
+        # Half the prior stays in the mixture (a defensive mixture): every candidate keeps particles on the
+        # histories it explains, so one that gained weight early cannot starve the others of evidence.
+        lik.mix[e] = 0.5 * (lik.prior + lik.weights) if lik.adaptive else lik.prior
     total = 0.0
     for p in range(len(w)):
         if w[p] == 0.0:
