@@ -32,6 +32,8 @@ from train.training import labelling
 from train.training.expert_iteration import run_expert_iteration
 from train.training.labelling import LabelJob, Workers
 from train.training.search_labels import SearchLabels
+from uno_env.belief import LearnedOpponent
+from uno_env.belief.learned import RULE_CANDIDATES
 
 ROOT = Path(__file__).resolve().parents[1]
 JOB = LabelJob(games=6, shard_games=2, seed=3, generation=1, belief="none", base="rule", search=SearchLabels(20))
@@ -487,3 +489,16 @@ def test_labelling_off_a_terminal_prints_plain_progress_lines(tmp_path: Path, mo
     with Workers(1) as workers:
         labelling.run(JOB, tmp_path / "quiet", workers, progress=False)
     assert "labelling generation" not in capsys.readouterr().out
+
+
+def test_labels_of_a_learned_belief_name_its_candidates_and_refuse_other_ones(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch):
+    """The learned model's defaults changed once (other candidates, another weighing): labels made with other ones
+    are not resumed onto, and labels of another belief do not record it."""
+    learned = LabelJob(**{**JOB.__dict__, "games": 2, "search": SearchLabels(20, "learned")})
+    assert learned.settings()["learned opponent model"] == repr(LearnedOpponent())
+    assert "learned opponent model" not in JOB.settings()
+    labelling.run(learned, tmp_path, Workers(1), progress=False)
+    monkeypatch.setattr(labelling, "LearnedOpponent", lambda: LearnedOpponent(RULE_CANDIDATES, proposal="prior"))
+    with pytest.raises(ConfigError, match="made with learned opponent model = "):
+        labelling.run(learned, tmp_path, Workers(1), progress=False)

@@ -51,7 +51,7 @@ from train.config import SELF, ConfigError
 from train.evaluation.matches import abandon, make_executor, pool_size, worker_lost
 from train.interrupts import as_finished, signals_held
 from train.training.search_labels import BUILT_IN_BASES, SearchLabels, collect
-from uno_env.belief import BeliefKind
+from uno_env.belief import BeliefKind, LearnedOpponent
 from uno_env.cards import NUM_ACTIONS
 
 _MANIFEST = "labels.json"
@@ -112,6 +112,10 @@ class LabelJob:
         if self.search.opponent_rollout != "rule":
             # Only when set: the labels of runs made before the setting existed keep their settings, and resume.
             settings["expert_iteration.opponent_rollout"] = self.search.opponent_rollout
+        if self.search.belief == "learned":
+            # The learned model's candidates and weighing make other labels: a run labelled with other defaults
+            # must not resume onto these.
+            settings["learned opponent model"] = repr(LearnedOpponent())
         if dict(self.opponent).get(SELF, 0) > 0:
             settings["self-play pool"] = [player if player in BUILT_IN_BASES else file_digest(player)
                                           for player in self.pool]
