@@ -269,8 +269,8 @@ class TrajectoryBelief(PublicTracker):
     def _answer_weights(self) -> np.ndarray:
         """The particles' normalized weights in the answers. With a learned model, the Bayesian model average:
         particle ``p`` gets ``sum_k W_k v_k(p)``, ``v_k`` the self-normalized importance weights of candidate
-        ``k``'s posterior (``w_p R_k(p)``; the particles target the prior mixture), over the candidates the
-        particles answer for (not the uniform one under ``catch_all="plain"``: :meth:`plain_share`)."""
+        ``k``'s posterior (``w_p R_k(p)``; the particles target the mixtures logged with the plays), over the
+        candidates the particles answer for (not the uniform one under ``catch_all="plain"``: :meth:`plain_share`)."""
         w = self._w / self._w.sum()
         usable = self._particle_candidates()
         if usable is None or not usable.any():
