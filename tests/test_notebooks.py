@@ -30,12 +30,18 @@ def kernel_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return data_dir
 
 
+#: Seconds a cell may take: a bound, not a speed claim. The training notebook's tiny run compiles the numba kernels
+#: when their cache is cold, as on a clean clone: 78 s for that cell alone, and past 120 s while the other test
+#: worker compiles too on 2 cores.
+CELL_TIMEOUT = 600
+
+
 def test_there_are_notebooks():
     assert NOTEBOOKS, "notebooks/ holds no .ipynb"
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)  # a notebook trains and evaluates; nbclient's own 120 s limit is per cell
+@pytest.mark.timeout(900)  # a notebook trains and evaluates; nbclient's own limit (CELL_TIMEOUT) is per cell
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_runs(path: Path, kernel_dir: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("JUPYTER_PATH", str(kernel_dir))
@@ -43,6 +49,6 @@ def test_notebook_runs(path: Path, kernel_dir: Path, monkeypatch: pytest.MonkeyP
     notebook = nbformat.read(path, as_version=4)
     assert all(not cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code"), \
         f"{path.name} is committed with outputs; clear them"
-    client = NotebookClient(notebook, kernel_name=KERNEL_NAME, timeout=120,
+    client = NotebookClient(notebook, kernel_name=KERNEL_NAME, timeout=CELL_TIMEOUT,
                             resources={"metadata": {"path": str(path.parent)}})
     client.execute()  # raises CellExecutionError, naming the cell, on the first failure
