@@ -216,7 +216,8 @@ def _apply(log: np.ndarray, e: int, slots: np.ndarray, hands: np.ndarray, w: np.
     if learning:
         # Half the prior stays in the mixture (a defensive mixture): every candidate keeps particles on the
         # histories it explains, so one that gained weight early cannot starve the others of evidence.
-        lik.mix[e] = 0.5 * (lik.prior + lik.weights) if lik.adaptive else lik.prior
+        for k in range(len(lik.codes)):  # in place: no array made per play
+            lik.mix[e, k] = 0.5 * (lik.prior[k] + lik.weights[k]) if lik.adaptive else lik.prior[k]
     total = 0.0
     for p in range(len(w)):
         if w[p] == 0.0:
