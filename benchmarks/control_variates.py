@@ -4,6 +4,8 @@
         --seed 22001 --workers 2 --json widths.json
     python benchmarks/control_variates.py sprt search-q-none --opponents rule --sprt 0 30 --pairs 4000 \
         --seed 22100 --sprt-seeds 22101 22102 22103 22104 22105 --workers 2 --json sprt.json
+    python benchmarks/control_variates.py ceiling search-q-afterstate --opponents rule --pairs 400 --shuffles 32 \
+        --seed 22411 --workers 2
 
 ``widths`` evaluates the agent with adjusted scores (:mod:`train.evaluation.control_variates`) and prints, per
 opponent, the plain and the adjusted 95% half-widths on the same deal pairs, their ratio, whether the adjusted
@@ -11,6 +13,15 @@ estimate lies inside the plain interval, and the pairs the adjusted estimate nee
 has at 2,000 pairs (``2000 * ratio ** 2``). ``sprt`` plays the fixed-size test of ``--pairs`` pairs from ``--seed``
 (it accepts H1 when the mean score is above the bounds' midpoint) and the sequential test from each of
 ``--sprt-seeds``, on adjusted and on plain pair scores, and prints the decisions and the pairs each took.
+
+``ceiling`` measures the most any value function could take out. With an exact V, every term cancels the luck of
+its draw exactly and the adjusted score of a game between players that choose deterministically is the game's
+value at the deal (hands, top card and first mover; the deck's order is the luck). So the best half-width ratio
+there is is the spread over deal pairs of that value, over the spread of the plain pair scores. It plays each deal
+pair ``--shuffles`` times, the deck reshuffled each time (the same order for both games of a pair) and the hands
+kept, and estimates the variance over deal pairs of the value as the variance of the pair means less the
+within-deal variance over ``--shuffles``. Players that draw random numbers (``random``, the searches) reuse their
+seeded streams on every shuffle of a deal, so for them it is only indicative.
 """
 
 from __future__ import annotations
@@ -21,9 +32,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from train.evaluation.matches import evaluate
+import numpy as np
+
+from train.evaluation.matches import _policy, deal_seeds, evaluate, make_executor
 from train.evaluation.sprt import SprtBounds, run_sprt
 from train.evaluation.value import DEFAULT_PATH
+from uno_env.game import Game
+from uno_env.match import play_game
 
 
 def widths(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -74,9 +89,55 @@ def sprt(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def _shuffled_pairs(agent: str, opponent: str, seed: int, pairs: int, lo: int, hi: int, shuffles: int) -> np.ndarray:
+    """The agent's scores, ``(hi - lo, shuffles, 2)``, of deal pairs ``lo`` to ``hi`` of ``seed``'s evaluation,
+    each played ``shuffles`` times: the first as dealt, the others with the deck shuffled by ``(seed, pair, k)``."""
+    seeds, firsts = deal_seeds(seed, pairs)
+    players = _policy(agent, 0, True), _policy(opponent, 1, True)
+    out = np.empty((hi - lo, shuffles, 2))
+    for i in range(lo, hi):
+        for k in range(shuffles):
+            def shuffle(game: Game, i: int = i, k: int = k) -> None:
+                if k:
+                    np.random.default_rng([seed, i, k]).shuffle(game.deck)
+            for g, seats in enumerate((players, players[::-1])):
+                result = play_game(seats, int(seeds[i]), first_player=int(firsts[i]), on_deal=shuffle)
+                out[i - lo, k, g] = 0.5 if result.winner == -1 else float(result.winner == g)
+    return out
+
+
+def ceiling(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The half-width ratio of an exact V, per opponent, with a bootstrap interval over deal pairs."""
+    rows = []
+    print("| opponent | pairs | shuffles | plain pair sd | value-at-deal sd | best ratio (95% bootstrap) |\n"
+          "| --- | ---: | ---: | ---: | ---: | ---: |")
+    chunks = [(lo, min(lo + 10, args.pairs)) for lo in range(0, args.pairs, 10)]
+    for opponent in args.opponents:
+        with make_executor(args.workers) as pool:
+            jobs = [pool.submit(_shuffled_pairs, args.agent, opponent, args.seed, args.pairs, lo, hi, args.shuffles)
+                    for lo, hi in chunks]
+            scores = np.concatenate([job.result() for job in jobs])
+        pair = scores.mean(axis=2)  # (pairs, shuffles) pair scores
+
+        def ratio(p: np.ndarray) -> float:
+            value_var = p.mean(axis=1).var(ddof=1) - p.var(axis=1, ddof=1).mean() / p.shape[1]
+            return float(np.sqrt(max(value_var, 0.0) / p.var(ddof=1)))
+
+        rng = np.random.default_rng(args.seed)
+        boot = [ratio(pair[rng.integers(0, len(pair), len(pair))]) for _ in range(1000)]
+        low, high = np.percentile(boot, [2.5, 97.5])
+        row = {"agent": args.agent, "opponent": opponent, "pairs": args.pairs, "shuffles": args.shuffles,
+               "seed": args.seed, "plain_sd": float(pair.std(ddof=1)), "ratio": ratio(pair),
+               "ratio_ci": [float(low), float(high)]}
+        rows.append(row)
+        print(f"| {opponent} | {args.pairs} | {args.shuffles} | {row['plain_sd']:.3f} | "
+              f"{row['ratio'] * row['plain_sd']:.3f} | {row['ratio']:.2f} ({low:.2f} - {high:.2f}) |", flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=["widths", "sprt"])
+    parser.add_argument("what", choices=["widths", "sprt", "ceiling"])
     parser.add_argument("agent")
     parser.add_argument("--opponents", nargs="+", default=["rule", "random"])
     parser.add_argument("--pairs", type=int, default=2000)
@@ -84,10 +145,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sprt", nargs=2, default=["0", "30"], metavar=("ELO0", "ELO1"))
     parser.add_argument("--sprt-seeds", type=int, nargs="+", default=[22101, 22102, 22103])
     parser.add_argument("--sprt-batch", type=int, default=50)
+    parser.add_argument("--shuffles", type=int, default=32, help="ceiling: games per deal pair")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
-    result = widths(args) if args.what == "widths" else sprt(args)
+    result = {"widths": widths, "sprt": sprt, "ceiling": ceiling}[args.what](args)
     if args.json is not None:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
     return 0

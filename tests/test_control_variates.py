@@ -12,6 +12,7 @@ import pytest
 from uno_testlib import scenario
 
 from train.evaluation.control_variates import known_probabilities, replay, state_of
+from train.evaluation.lookahead import seat_players
 from train.evaluation.matches import run_matches
 from train.evaluation.value import CURRENT, DECK, FEATURES, HANDS, PENDING, ValueFunction
 from uno_env.cards import DRAW_ACTION, NUM_CARD_TYPES
@@ -57,11 +58,15 @@ def _leaves(game: Game, known: tuple, depth: int) -> Iterator[tuple[float, list]
             yield p * q, events
 
 
+@pytest.mark.parametrize("lookahead", [False, True])
 @pytest.mark.parametrize("pending", [0, 2])
 @pytest.mark.parametrize("value", [random_value(2, scale=2.0), constant_mover_value()])
-def test_the_terms_cancel_exactly_over_every_deck_order_and_every_known_choice(pending: int, value: ValueFunction):
+def test_the_terms_cancel_exactly_over_every_deck_order_and_every_known_choice(pending: int, value: ValueFunction,
+                                                                             lookahead: bool):
     # The deck holds card types in unequal numbers: an expectation over the distinct types instead of the cards,
-    # over the wrong seat's hand, or over other actions than the legal ones would not cancel.
+    # over the wrong seat's hand, or over other actions than the legal ones would not cancel. With the lookahead,
+    # each outcome is valued after rule's replayed moves (random's choices stop it): still exactly zero on average.
+    players = seat_players((_RULE, _RANDOM)) if lookahead else None
     deck = ["yellow:1", "yellow:1", "green:7", "wild", "red:3"]
     top = "yellow:draw2" if pending else "yellow:7"
     known = (None, known_probabilities(_RANDOM))
@@ -72,7 +77,7 @@ def test_the_terms_cancel_exactly_over_every_deck_order_and_every_known_choice(p
         start = Game.from_scenario(scn, np.random.default_rng(0))
         for p, events in _leaves(copy.deepcopy(start), known, depth=6):
             chance = replay(copy.deepcopy(start), events, known)
-            total += p * chance.correction(value)
+            total += p * chance.correction(value, players=players)
             mass += p
             terms += len(chance.actual)
     assert mass == pytest.approx(len(set(permutations(deck))))
@@ -123,12 +128,14 @@ def test_whole_games_replay_to_the_end_the_engine_reached(players):
         assert chance.states[chance.actual[-1], HANDS:DECK].tolist() == dealt[0].hands[0] + dealt[0].hands[1]
 
 
-def test_adjusted_and_plain_means_agree_whatever_the_value_function(tmp_path: Path):
-    """Over many games the corrections average to zero with an arbitrary V (their mean within 4 standard errors)."""
+@pytest.mark.parametrize("matchup", [("rule", "random"), ("search-q-none", "rule")])
+def test_adjusted_and_plain_means_agree_whatever_the_value_function(tmp_path: Path, matchup: tuple[str, str]):
+    """Over many games the corrections average to zero with an arbitrary V (their mean within 4 standard errors),
+    a network's moves replayed by the lookahead or not."""
     for index, value in enumerate((random_value(4, scale=2.0), constant_mover_value(0.7))):
         path = tmp_path / f"v{index}.npz"
         value.save(path)
-        result, = run_matches([("rule", "random")], pairs=80, seed=11, workers=1, control_variates=path)
+        result, = run_matches([matchup], pairs=80, seed=11, workers=1, control_variates=path)
         corrections = (result.pair_scores - result.adjusted_scores).ravel()
         assert corrections.std() > 0.05  # the terms are not all zero
         assert abs(corrections.mean()) < 4 * corrections.std(ddof=1) / np.sqrt(corrections.size)

@@ -17,6 +17,12 @@ The game's *adjusted score* is its score minus the sum of these terms. Every ter
 game so far, whatever ``V`` is, so the adjusted score has the plain score's expectation (AIVAT, Burch et al. 2018,
 with the chance events only); a ``V`` close to the truth takes most of the draw's luck out of its variance.
 
+``V`` values a state as if both players played ``rule`` (or ``random``). Where the evaluator can replay a seat's
+moves (a deterministic compiled player, a network's compiled actor: :mod:`train.evaluation.lookahead`), each outcome
+is first played on with the real players' moves up to the next chance event and valued there, so the terms see what
+these players make of a draw; the value stays a function of the outcome's state alone, and the terms' expectation
+zero.
+
 A player that read the deck's order could break the uniformity of the draws; no player here does.
 """
 
@@ -27,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from train.evaluation.lookahead import SeatPlayers, next_chance_rows
 from train.evaluation.value import (
     COLOUR,
     CURRENT,
@@ -72,28 +79,45 @@ class ChanceEvents:
     fixed: np.ndarray  # (rows,)
     actual: np.ndarray  # (events,) row indices
 
-    def values(self, value: ValueFunction, random_seats: np.ndarray = NO_RANDOM) -> np.ndarray:
-        """Seat 0's value of every row: the score where the game is over, else ``value``'s (one batched pass), told
-        which seats play ``random`` (:func:`random_seats`)."""
-        out = self.fixed.copy()
-        running = np.isnan(out)
-        if running.any():
-            out[running] = value.seat0(self.states[running], random_seats)
+    def values(self, value: ValueFunction, random_seats: np.ndarray = NO_RANDOM, players: SeatPlayers | None = None,
+               rows: np.ndarray | None = None) -> np.ndarray:
+        """Seat 0's value of every row (or of the rows ``rows`` selects): the score where the game is over, else
+        ``value``'s (one batched pass), told which seats play ``random`` (:func:`random_seats`). With ``players``, a
+        running row is first played on to the next chance event by the seats they replay
+        (:mod:`train.evaluation.lookahead`), and valued there."""
+        states, out = self.states, self.fixed.copy()
+        if rows is not None:
+            states, out = states[rows], out[rows]
+        running = np.flatnonzero(np.isnan(out))
+        if len(running):
+            ahead = states[running]
+            if players is not None and players.replays:
+                ahead, ended = next_chance_rows(ahead, players)
+                out[running] = ended
+                running, ahead = running[np.isnan(ended)], ahead[np.isnan(ended)]
+            if len(running):
+                out[running] = value.seat0(ahead, random_seats)
         return out
 
-    def correction(self, value: ValueFunction, random_seats: np.ndarray = NO_RANDOM) -> float:
-        """The sum over the events of ``V(outcome) - E[V]``, for seat 0: what the draws and known choices added."""
-        v = self.values(value, random_seats)
+    def correction(self, value: ValueFunction, random_seats: np.ndarray = NO_RANDOM,
+                   players: SeatPlayers | None = None) -> float:
+        """The sum over the events of ``V(outcome) - E[V]``, for seat 0: what the draws and known choices added
+        (``V`` at the next chance event with ``players``, :meth:`values`)."""
+        chance = self.weights < 1.0  # an event of one outcome adds nothing, whatever its value: not valued
+        v = np.zeros(len(self.weights))
+        v[chance] = self.values(value, random_seats, players, chance)
         return float(v[self.actual].sum() - (self.weights * v).sum())
 
 
 def game_correction(seed: int, first_player: int, events: Sequence[tuple], policies: Sequence[object],
-                    value: ValueFunction) -> float:
+                    value: ValueFunction, players: SeatPlayers | None = None) -> float:
     """Seat 0's correction (:meth:`ChanceEvents.correction`) of the game :func:`uno_env.match.play_game` played
     between ``policies`` from ``seed`` and ``first_player``, whose engine events are ``events``: seat 0's adjusted
-    score is its score minus this, seat 1's its score plus this."""
+    score is its score minus this, seat 1's its score plus this. ``players``
+    (:func:`~train.evaluation.lookahead.seat_players` of ``policies``, made once for many games) values each
+    outcome at the next chance event; ``None`` values it where it is."""
     known = (known_probabilities(policies[0]), known_probabilities(policies[1]))
-    return replay(deal_game(seed, first_player), events, known).correction(value, random_seats(policies))
+    return replay(deal_game(seed, first_player), events, known).correction(value, random_seats(policies), players)
 
 
 def random_seats(policies: Sequence[object]) -> np.ndarray:

@@ -36,6 +36,7 @@ from tqdm import tqdm
 
 from agents.files import file_digest
 from train.evaluation.control_variates import game_correction
+from train.evaluation.lookahead import seat_players
 from train.evaluation.pair_store import PairStore
 from train.evaluation.statistics import CI_METHODS, mean_interval, paired_interval, score_interval
 from train.evaluation.value import ValueFunction
@@ -126,8 +127,8 @@ class MatchResult:
 
 
 #: How the adjusted scores' interval is made, as the JSON rows name it.
-ADJUSTED_METHOD = ("control variates (value network on the full state at every draw and known-probability move), "
-                   "paired t-interval over deal pairs")
+ADJUSTED_METHOD = ("control variates (at every draw and known-probability move, a full-state value network at the "
+                   "next chance event), paired t-interval over deal pairs")
 
 
 def deal_seeds(seed: int, pairs: int) -> tuple[np.ndarray, np.ndarray]:
@@ -206,6 +207,8 @@ def _play_chunk(agent: Player, opponent: Player, seeds: np.ndarray, firsts: np.n
     agent_policy = _policy(agent, 0, deterministic)
     opponent_policy = _policy(opponent, 1, deterministic)
     value = None if value_path is None else _value(value_path)
+    replayed = None if value is None else (seat_players((agent_policy, opponent_policy)),
+                                           seat_players((opponent_policy, agent_policy)))
     scores = np.empty((len(seeds), 2))
     lengths = np.empty((len(seeds), 2), dtype=np.int64)
     adjusted = np.full((len(seeds), 2), np.nan)
@@ -224,7 +227,7 @@ def _play_chunk(agent: Player, opponent: Player, seeds: np.ndarray, firsts: np.n
             scores[i, game] = 0.5 if result.winner == -1 else float(result.winner == agent_seat)
             lengths[i, game] = result.decisions
             if value is not None:
-                correction = game_correction(int(seed), int(first), dealt[0].events, seats, value)
+                correction = game_correction(int(seed), int(first), dealt[0].events, seats, value, replayed[game])
                 adjusted[i, game] = scores[i, game] - (correction if agent_seat == 0 else -correction)
     return scores, lengths, adjusted
 
@@ -342,7 +345,8 @@ def run_matches(matchups: Sequence[tuple[Player, Player]], pairs: int, seed: int
     if checkpoint is not None:
         description = _description(matchups, pairs, seed, n_particles, deterministic)
         if control_variates is not None:  # chunks kept without adjusted scores are not mixed with adjusted ones
-            description["control_variates"] = ValueFunction.load(control_variates).digest()
+            description["control_variates"] = {"value": ValueFunction.load(control_variates).digest(),
+                                               "at": "the next chance event"}
         store = PairStore(checkpoint, description)
         store.load_into(scores, lengths, adjusted, done)
     workers = pool_size(workers) if executor is None else workers or usable_cores()

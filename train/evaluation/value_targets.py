@@ -42,7 +42,7 @@ _MAX_PLAYOUT = 3000
 
 
 @njit(cache=True)
-def _row_of(state: np.ndarray, row: np.ndarray) -> None:
+def row_of(state: np.ndarray, row: np.ndarray) -> None:
     """Write the value row (:mod:`train.evaluation.value`) of core's packed ``state`` into ``row``."""
     row[value.HANDS:value.DECK] = state[core.HANDS:core.HANDS + 2 * _N]
     row[value.DECK:value.DECK + _N] = 0
@@ -109,7 +109,7 @@ def _self_play(games: int, seed: int, players: np.ndarray, shares: np.ndarray
             if n == len(rows):  # rare long games: grow by half
                 rows = np.concatenate((rows, np.zeros((len(rows) // 2, value.STATE_SIZE), dtype=np.int64)))
                 numbers = np.concatenate((numbers, np.zeros(len(numbers) // 2, dtype=np.int64)))
-            _row_of(state, rows[n])
+            row_of(state, rows[n])
             numbers[n] = game
             n += 1
             core.advance(state, -1, seats[game, 0], seats[game, 1], stream, legal, 1)  # one move, by the driver

@@ -1,0 +1,129 @@
+"""V at the next chance event: the control variates value a state after the moves the evaluator can replay.
+
+A value function over the full state (:mod:`train.evaluation.value`) values every player as ``rule`` (or
+``random``), so the terms of the control variates cancel the luck of a draw as a ``rule`` player would feel it.
+But between two chance events a game is deterministic when both players are: the cards are all known and each
+player's move follows from the state. The evaluator knows the players, so it can play those moves itself and value
+the state where the next chance event happens (the next card off the deck, the next choice of a player whose move
+probabilities are known) instead of the state right after the last one. The terms then value each draw by what the
+real players make of it until the next draw, and V's guess of how they play starts only there.
+
+:func:`seat_players` says which seats can be replayed: a policy whose own class names a deterministic compiled
+player (``rule``, the deterministic styles: :data:`uno_env.core.DETERMINISTIC_PLAYERS`), and a network taking the
+most likely action without belief features (its actor compiled, :mod:`agents.compiled_actor`). Any other seat (one
+that draws random numbers, a search, a network with belief features or sampling its moves, a user's policy) stops
+the replay at its choices, where V values the state as it does without the lookahead. :func:`next_chance_rows` is
+the compiled replay.
+
+Each replayed state is a function of the state it starts from alone, so every term keeps expectation zero and the
+adjusted score stays unbiased whatever the players are (tests/test_lookahead.py checks the replay against played
+games).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from agents.actor_kernels import actor_choice
+from agents.compiled_actor import actor_params
+from agents.ppo import PPOPolicy
+from train.evaluation.value_targets import pack_row, row_of
+from uno_env import core
+from uno_env.cards import DRAW_ACTION, NUM_ACTIONS
+from uno_env.policy import compiled_player
+
+#: The code of a seat the replay stops at (its moves are not replayed).
+STOP = -1
+#: The code of a seat played by a network's compiled actor.
+NETWORK = core.EXTERNAL
+#: Moves after which a replay stops anyway (UNO's deterministic stretches are a few moves long).
+MAX_MOVES = 400
+
+
+@dataclass(frozen=True)
+class SeatPlayers:
+    """How the replay plays each seat: ``codes[seat]`` a deterministic compiled player's code, :data:`NETWORK`
+    (the actor of ``params[seat]``) or :data:`STOP`."""
+
+    codes: np.ndarray  # (2,) int64
+    params: tuple[tuple | None, tuple | None]
+
+    @property
+    def replays(self) -> bool:
+        """Whether any seat's moves are replayed."""
+        return bool((self.codes != STOP).any())
+
+
+def seat_players(policies: Sequence[object]) -> SeatPlayers:
+    """The replay's players for ``policies`` (seat 0's, seat 1's): module docstring."""
+    codes = np.full(2, STOP, dtype=np.int64)
+    params: list[tuple | None] = [None, None]
+    for seat, policy in enumerate(policies):
+        name = compiled_player(policy)
+        if name in core.DETERMINISTIC_PLAYERS:
+            codes[seat] = core.COMPILED_PLAYERS.index(name)
+        elif isinstance(policy, PPOPolicy) and policy.deterministic:
+            try:
+                params[seat] = actor_params(policy)
+            except ValueError:  # belief features, or layers the compiled actor does not compute
+                continue
+            codes[seat] = NETWORK
+    return SeatPlayers(codes, (params[0], params[1]))
+
+
+def next_chance_rows(rows: np.ndarray, players: SeatPlayers) -> tuple[np.ndarray, np.ndarray]:
+    """From each of the value ``rows`` (``(n, STATE_SIZE)`` int64, :mod:`train.evaluation.value`) of a running game,
+    the moves of the seats ``players`` replays, up to the next chance event or a seat it stops at: the row reached
+    there and seat 0's score where the replay ended the game (``nan`` elsewhere)."""
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    p0, p1 = players.params
+    # A seat without a network passes the other's parameters (or its own when neither has one) so that numba types
+    # one kernel per pair of networks; its code never reaches them.
+    if p0 is None and p1 is None:
+        return _replay(rows, players.codes, None, (), None, ())
+    return _replay(rows, players.codes, actor_choice if p0 is not None else None, p0 if p0 is not None else p1,
+                   actor_choice if p1 is not None else None, p1 if p1 is not None else p0)
+
+
+@njit(cache=True)
+def _replay(rows: np.ndarray, codes: np.ndarray, chooser0, params0: tuple, chooser1, params1: tuple
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`next_chance_rows`' kernel: ``chooser0``/``chooser1`` the seats' actors (``None`` prunes them)."""
+    state = np.zeros(core.STATE_SIZE, dtype=np.int64)
+    legal = np.empty(NUM_ACTIONS, dtype=np.int64)
+    stream = np.empty(1, dtype=np.uint64)
+    out = rows.copy()
+    fixed = np.full(len(rows), np.nan)
+    for i in range(len(rows)):
+        # pack_row shuffles the deck from the stream; the replay stops before any card is drawn, so the order never
+        # matters, and the same stream for every row keeps the result a function of the row alone
+        stream[0] = 1
+        pack_row(rows[i], state, stream)
+        for _ in range(MAX_MOVES):
+            if state[core.OUTCOME] != core.RUNNING:
+                outcome = state[core.OUTCOME]
+                fixed[i] = 1.0 if outcome == 0 else 0.0 if outcome == 1 else 0.5
+                break
+            n = core.legal_actions_into(state, legal)
+            seat = state[core.CURRENT]
+            action = STOP
+            if n == 1:  # forced (a draw, mostly): every player makes it
+                action = legal[0]
+            elif codes[seat] == NETWORK:
+                if seat == 0:
+                    if chooser0 is not None:
+                        action = chooser0(state, legal, n, params0)
+                elif chooser1 is not None:
+                    action = chooser1(state, legal, n, params1)
+            elif codes[seat] != STOP:
+                action = core.choose(state, legal, n, codes[seat], stream)
+            if action in (STOP, DRAW_ACTION):
+                break
+            core.apply_action(state, action, stream)
+        row_of(state, out[i])
+    return out, fixed
+
