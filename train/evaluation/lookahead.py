@@ -80,19 +80,16 @@ def next_chance_rows(rows: np.ndarray, players: SeatPlayers) -> tuple[np.ndarray
     the moves of the seats ``players`` replays, up to the next chance event or a seat it stops at: the row reached
     there and seat 0's score where the replay ended the game (``nan`` elsewhere)."""
     rows = np.ascontiguousarray(rows, dtype=np.int64)
-    p0, p1 = players.params
-    # A seat without a network passes the other's parameters (or its own when neither has one) so that numba types
-    # one kernel per pair of networks; its code never reaches them.
-    if p0 is None and p1 is None:
-        return _replay(rows, players.codes, None, (), None, ())
-    return _replay(rows, players.codes, actor_choice if p0 is not None else None, p0 if p0 is not None else p1,
-                   actor_choice if p1 is not None else None, p1 if p1 is not None else p0)
+    return _replay(rows, players.codes, *players.params)
 
 
+# The actor is called as a global, its parameters passed: a kernel taking the actor itself as an argument could not
+# be loaded from numba's cache, and every worker process would compile it and rewrite the cache at once. A seat
+# without a network passes None, which removes its branch when the kernel is compiled.
 @njit(cache=True)
-def _replay(rows: np.ndarray, codes: np.ndarray, chooser0, params0: tuple, chooser1, params1: tuple
+def _replay(rows: np.ndarray, codes: np.ndarray, params0: tuple | None, params1: tuple | None
             ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`next_chance_rows`' kernel: ``chooser0``/``chooser1`` the seats' actors (``None`` prunes them)."""
+    """:func:`next_chance_rows`' kernel: ``params0``/``params1`` the seats' actors' parameters, or ``None``."""
     state = np.zeros(core.STATE_SIZE, dtype=np.int64)
     legal = np.empty(NUM_ACTIONS, dtype=np.int64)
     stream = np.empty(1, dtype=np.uint64)
@@ -115,10 +112,10 @@ def _replay(rows: np.ndarray, codes: np.ndarray, chooser0, params0: tuple, choos
                 action = legal[0]
             elif codes[seat] == NETWORK:
                 if seat == 0:
-                    if chooser0 is not None:
-                        action = chooser0(state, legal, n, params0)
-                elif chooser1 is not None:
-                    action = chooser1(state, legal, n, params1)
+                    if params0 is not None:
+                        action = actor_choice(state, legal, n, params0)
+                elif params1 is not None:
+                    action = actor_choice(state, legal, n, params1)
             elif codes[seat] != STOP:
                 action = core.choose(state, legal, n, codes[seat], stream)
             if action in (STOP, DRAW_ACTION):
