@@ -93,6 +93,7 @@ def _replay(rows: np.ndarray, codes: np.ndarray, params0: tuple | None, params1:
     state = np.zeros(core.STATE_SIZE, dtype=np.int64)
     legal = np.empty(NUM_ACTIONS, dtype=np.int64)
     stream = np.empty(1, dtype=np.uint64)
+    ctl = core.control(-1, False, 0, 0, 0)  # the driver plays the one move it is given: no budget for more
     out = rows.copy()
     fixed = np.full(len(rows), np.nan)
     for i in range(len(rows)):
@@ -120,7 +121,8 @@ def _replay(rows: np.ndarray, codes: np.ndarray, params0: tuple | None, params1:
                 action = core.choose(state, legal, n, codes[seat], stream)
             if action in (STOP, DRAW_ACTION):
                 break
-            core.apply_action(state, action, stream)
+            ctl[core.ACTION], ctl[core.BUDGET] = action, 0
+            core.play_turn(state, ctl, stream, None, None, (), legal, None)
         row_of(state, out[i])
     return out, fixed
 
