@@ -17,7 +17,7 @@ has at 2,000 pairs (``2000 * ratio ** 2``). ``sprt`` plays the fixed-size test o
 ``ceiling`` measures the most any value function could take out. With an exact V, every term cancels the luck of
 its draw exactly and the adjusted score of a game between players that choose deterministically is the game's
 value at the deal (hands, top card and first mover; the deck's order is the luck). So the best half-width ratio
-there is is the spread over deal pairs of that value, over the spread of the plain pair scores. It plays each deal
+is the spread over deal pairs of that value, over the spread of the plain pair scores. It plays each deal
 pair ``--shuffles`` times, the deck reshuffled each time (the same order for both games of a pair) and the hands
 kept, and estimates the variance over deal pairs of the value as the variance of the pair means less the
 within-deal variance over ``--shuffles``. Players that draw random numbers (``random``, the searches) reuse their
@@ -34,9 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from train.evaluation.matches import _policy, deal_seeds, evaluate, make_executor
+from train.evaluation.matches import deal_seeds, evaluate, make_executor
 from train.evaluation.sprt import SprtBounds, run_sprt
 from train.evaluation.value import DEFAULT_PATH
+from train.policies import resolve_policy
 from uno_env.game import Game
 from uno_env.match import play_game
 
@@ -93,7 +94,7 @@ def _shuffled_pairs(agent: str, opponent: str, seed: int, pairs: int, lo: int, h
     """The agent's scores, ``(hi - lo, shuffles, 2)``, of deal pairs ``lo`` to ``hi`` of ``seed``'s evaluation,
     each played ``shuffles`` times: the first as dealt, the others with the deck shuffled by ``(seed, pair, k)``."""
     seeds, firsts = deal_seeds(seed, pairs)
-    players = _policy(agent, 0, True), _policy(opponent, 1, True)
+    players = resolve_policy(agent), resolve_policy(opponent)
     out = np.empty((hi - lo, shuffles, 2))
     for i in range(lo, hi):
         for k in range(shuffles):
