@@ -6,6 +6,7 @@
         --seed 22100 --sprt-seeds 22101 22102 22103 22104 22105 --workers 2 --json sprt.json
     python benchmarks/control_variates.py ceiling search-q-afterstate --opponents rule --pairs 400 --shuffles 32 \
         --seed 22411 --workers 2
+    python benchmarks/control_variates.py cost search-q-afterstate --opponents rule --pairs 200 --seed 5
 
 ``widths`` evaluates the agent with adjusted scores (:mod:`train.evaluation.control_variates`) and prints, per
 opponent, the plain and the adjusted 95% half-widths on the same deal pairs, their ratio, whether the adjusted
@@ -22,6 +23,10 @@ pair ``--shuffles`` times, the deck reshuffled each time (the same order for bot
 kept, and estimates the variance over deal pairs of the value as the variance of the pair means less the
 within-deal variance over ``--shuffles``. Players that draw random numbers (``random``, the searches) reuse their
 seeded streams on every shuffle of a deal, so for them it is only indicative.
+
+``cost`` times, on one core, ``--pairs`` games (the agent on seat 0) of each opponent and the adjustment of each game
+(:func:`~train.evaluation.control_variates.game_correction`), with outcomes valued where they happen and at the next
+chance event (:mod:`train.evaluation.lookahead`).
 """
 
 from __future__ import annotations
@@ -29,14 +34,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from train.evaluation.control_variates import game_correction
+from train.evaluation.lookahead import seat_players
 from train.evaluation.matches import deal_seeds, evaluate, make_executor
 from train.evaluation.sprt import SprtBounds, run_sprt
-from train.evaluation.value import DEFAULT_PATH
+from train.evaluation.value import DEFAULT_PATH, ValueFunction
 from train.policies import resolve_policy
 from uno_env.game import Game
 from uno_env.match import play_game
@@ -136,9 +144,38 @@ def ceiling(args: argparse.Namespace) -> list[dict[str, Any]]:
     return rows
 
 
+def cost(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Milliseconds a game: the game, the adjustment without and with the lookahead."""
+    rows = []
+    print("| matchup | the game | adjustment | of which the lookahead |\n| --- | ---: | ---: | ---: |")
+    value = ValueFunction.load()
+    for opponent in args.opponents:
+        policies = resolve_policy(args.agent), resolve_policy(opponent)
+        players = seat_players(policies)
+        play_game(policies, args.seed, 0)  # the first game loads and compiles what the players need
+        games = []
+        start = time.perf_counter()
+        for seed, first in zip(*deal_seeds(args.seed, args.pairs), strict=True):
+            dealt: list[Game] = []
+            play_game(policies, int(seed), int(first), on_deal=dealt.append)
+            games.append((int(seed), int(first), dealt[0].events))
+        row = {"agent": args.agent, "opponent": opponent, "games": args.pairs,
+               "game_ms": (time.perf_counter() - start) / args.pairs * 1e3}
+        game_correction(*games[0], policies, value, players)  # compiles, or loads from numba's cache
+        for key, replayed in (("where_ms", None), ("next_chance_ms", players)):
+            start = time.perf_counter()
+            for game in games:
+                game_correction(*game, policies, value, replayed)
+            row[key] = (time.perf_counter() - start) / args.pairs * 1e3
+        rows.append(row)
+        print(f"| `{args.agent}` vs `{opponent}` | {row['game_ms']:.1f} ms | {row['next_chance_ms']:.1f} ms | "
+              f"{row['next_chance_ms'] - row['where_ms']:.1f} ms |", flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=["widths", "sprt", "ceiling"])
+    parser.add_argument("what", choices=["widths", "sprt", "ceiling", "cost"])
     parser.add_argument("agent")
     parser.add_argument("--opponents", nargs="+", default=["rule", "random"])
     parser.add_argument("--pairs", type=int, default=2000)
@@ -150,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
-    result = {"widths": widths, "sprt": sprt, "ceiling": ceiling}[args.what](args)
+    result = {"widths": widths, "sprt": sprt, "ceiling": ceiling, "cost": cost}[args.what](args)
     if args.json is not None:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
     return 0
