@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from agents.actor_kernels import actor_choice
+from agents.actor_kernels import BATCH, choose_rows
 from agents.compiled_actor import actor_params
 from agents.ppo import PPOPolicy
 from train.evaluation.value_targets import pack_row, row_of
@@ -83,46 +83,84 @@ def next_chance_rows(rows: np.ndarray, players: SeatPlayers) -> tuple[np.ndarray
     return _replay(rows, players.codes, *players.params)
 
 
-# The actor is called as a global, its parameters passed: a kernel taking the actor itself as an argument could not
+# The actors are called as globals, their parameters passed: a kernel taking an actor itself as an argument could not
 # be loaded from numba's cache, and every worker process would compile it and rewrite the cache at once. A seat
 # without a network passes None, which removes its branch when the kernel is compiled.
 @njit(cache=True)
 def _replay(rows: np.ndarray, codes: np.ndarray, params0: tuple | None, params1: tuple | None
             ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`next_chance_rows`' kernel: ``params0``/``params1`` the seats' actors' parameters, or ``None``."""
-    state = np.zeros(core.STATE_SIZE, dtype=np.int64)
-    legal = np.empty(NUM_ACTIONS, dtype=np.int64)
+    """:func:`next_chance_rows`' kernel: ``params0``/``params1`` the seats' actors' parameters, or ``None``.
+
+    All rows move in rounds: each plays on until it stops or a network must choose, then the networks choose for
+    every row waiting on them in batched passes (:func:`~agents.actor_kernels.choose_rows`), which cost a fraction
+    of one pass per decision."""
+    m = len(rows)
+    states = np.zeros((m, core.STATE_SIZE), dtype=np.int64)
+    legal = np.empty((m, NUM_ACTIONS), dtype=np.int64)
+    ctls = np.zeros((m, core.CTL_SIZE), dtype=np.int64)  # ctls[i, CHOICES]: the legal actions of a waiting row
     stream = np.empty(1, dtype=np.uint64)
-    ctl = core.control(-1, False, 0, 0, 0)  # the driver plays the one move it is given: no budget for more
-    out = rows.copy()
-    fixed = np.full(len(rows), np.nan)
-    for i in range(len(rows)):
+    for i in range(m):
         # pack_row shuffles the deck from the stream; the replay stops before any card is drawn, so the order never
         # matters, and the same stream for every row keeps the result a function of the row alone
         stream[0] = 1
-        pack_row(rows[i], state, stream)
-        for _ in range(MAX_MOVES):
-            if state[core.OUTCOME] != core.RUNNING:
-                outcome = state[core.OUTCOME]
-                fixed[i] = 1.0 if outcome == 0 else 0.0 if outcome == 1 else 0.5
-                break
-            n = core.legal_actions_into(state, legal)
-            seat = state[core.CURRENT]
-            action = STOP
-            if n == 1:  # forced (a draw, mostly): every player makes it
-                action = legal[0]
-            elif codes[seat] == NETWORK:
+        pack_row(rows[i], states[i], stream)
+    driver = core.control(-1, False, 0, 0, 0)  # plays the one move it is given: no budget for more
+    fixed = np.full(m, np.nan)
+    going = np.ones(m, dtype=np.bool_)
+    moves = np.zeros(m, dtype=np.int64)
+    waiting = np.empty((2, m), dtype=np.int64)
+    chosen = np.empty(BATCH, dtype=np.int64)
+    while True:
+        count = np.zeros(2, dtype=np.int64)
+        for i in range(m):
+            while going[i]:
+                state = states[i]
+                if state[core.OUTCOME] != core.RUNNING:
+                    outcome = state[core.OUTCOME]
+                    fixed[i] = 1.0 if outcome == 0 else 0.0 if outcome == 1 else 0.5
+                    going[i] = False
+                    break
+                n = core.legal_actions_into(state, legal[i])
+                seat = state[core.CURRENT]
+                if n > 1 and codes[seat] == NETWORK:
+                    ctls[i, core.CHOICES] = n
+                    waiting[seat, count[seat]] = i
+                    count[seat] += 1
+                    break
+                action = DRAW_ACTION  # a stop, as a draw is
+                if n == 1:  # forced (a draw, mostly): every player makes it
+                    action = legal[i, 0]
+                elif codes[seat] != STOP:
+                    action = core.choose(state, legal[i], n, codes[seat], stream)
+                going[i] = _play(state, action, moves[i], driver, stream, legal[i])
+                moves[i] += 1
+        if count[0] + count[1] == 0:
+            break
+        for seat in range(2):
+            for first in range(0, count[seat], BATCH):
+                batch = waiting[seat, first:min(first + BATCH, count[seat])]
                 if seat == 0:
                     if params0 is not None:
-                        action = actor_choice(state, legal, n, params0)
+                        choose_rows(states, legal, ctls, batch, len(batch), params0, chosen)
                 elif params1 is not None:
-                    action = actor_choice(state, legal, n, params1)
-            elif codes[seat] != STOP:
-                action = core.choose(state, legal, n, codes[seat], stream)
-            if action in (STOP, DRAW_ACTION):
-                break
-            ctl[core.ACTION], ctl[core.BUDGET] = action, 0
-            core.play_turn(state, ctl, stream, None, None, (), legal, None)
-        row_of(state, out[i])
+                    choose_rows(states, legal, ctls, batch, len(batch), params1, chosen)
+                for r in range(len(batch)):
+                    i = batch[r]
+                    going[i] = _play(states[i], chosen[r], moves[i], driver, stream, legal[i])
+                    moves[i] += 1
+    out = rows.copy()
+    for i in range(m):
+        row_of(states[i], out[i])
     return out, fixed
 
+
+@njit(cache=True)
+def _play(state: np.ndarray, action: int, moves: int, driver: np.ndarray, stream: np.ndarray, legal: np.ndarray
+          ) -> bool:
+    """Play ``action`` through the driver unless it is a draw (the next chance event) or the row has made
+    :data:`MAX_MOVES` moves; whether the row goes on."""
+    if action == DRAW_ACTION or moves >= MAX_MOVES:
+        return False
+    driver[core.ACTION], driver[core.BUDGET] = action, 0
+    core.play_turn(state, driver, stream, None, None, (), legal, None)
+    return True
