@@ -86,8 +86,10 @@ def test_a_winning_play_ends_the_replay_with_the_score():
 
 def test_which_seats_are_replayed():
     network = resolve_policy("search-q-none")
-    codes = seat_players((network, make_policy("noisy-rule"))).codes.tolist()
-    assert codes == [NETWORK, STOP]  # noisy-rule draws random numbers
+    players = seat_players((network, make_policy("noisy-rule")))
+    assert players.codes.tolist() == [NETWORK, STOP]  # noisy-rule draws random numbers
+    swapped = players.swapped()  # the other game of a deal pair
+    assert swapped.codes.tolist() == [STOP, NETWORK] and swapped.params == (None, players.params[0])
     sampling = resolve_policy("search-q-none", deterministic=False)
     assert seat_players((sampling, make_policy("highest-number"))).codes.tolist() == [
         STOP, COMPILED_PLAYERS.index("highest-number")]

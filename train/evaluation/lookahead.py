@@ -31,6 +31,7 @@ from numba import njit
 from agents.actor_kernels import BATCH, choose_rows
 from agents.compiled_actor import actor_params
 from agents.ppo import PPOPolicy
+from agents.search_kernels import reward_of
 from train.evaluation.value_targets import pack_row, row_of
 from uno_env import core
 from uno_env.cards import DRAW_ACTION, NUM_ACTIONS
@@ -56,6 +57,10 @@ class SeatPlayers:
     def replays(self) -> bool:
         """Whether any seat's moves are replayed."""
         return bool((self.codes != STOP).any())
+
+    def swapped(self) -> SeatPlayers:
+        """The same players with the seats exchanged (the other game of a deal pair)."""
+        return SeatPlayers(self.codes[::-1].copy(), (self.params[1], self.params[0]))
 
 
 def seat_players(policies: Sequence[object]) -> SeatPlayers:
@@ -116,8 +121,7 @@ def _replay(rows: np.ndarray, codes: np.ndarray, params0: tuple | None, params1:
             while going[i]:
                 state = states[i]
                 if state[core.OUTCOME] != core.RUNNING:
-                    outcome = state[core.OUTCOME]
-                    fixed[i] = 1.0 if outcome == 0 else 0.0 if outcome == 1 else 0.5
+                    fixed[i] = reward_of(state[core.OUTCOME])  # seat 0's score, from core's outcome table
                     going[i] = False
                     break
                 n = core.legal_actions_into(state, legal[i])

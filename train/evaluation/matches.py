@@ -207,8 +207,8 @@ def _play_chunk(agent: Player, opponent: Player, seeds: np.ndarray, firsts: np.n
     agent_policy = _policy(agent, 0, deterministic)
     opponent_policy = _policy(opponent, 1, deterministic)
     value = None if value_path is None else _value(value_path)
-    replayed = None if value is None else (seat_players((agent_policy, opponent_policy)),
-                                           seat_players((opponent_policy, agent_policy)))
+    forward = None if value is None else seat_players((agent_policy, opponent_policy))
+    replayed = None if forward is None else (forward, forward.swapped())
     scores = np.empty((len(seeds), 2))
     lengths = np.empty((len(seeds), 2), dtype=np.int64)
     adjusted = np.full((len(seeds), 2), np.nan)

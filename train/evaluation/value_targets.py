@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from agents.search_kernels import reward_of
 from train.evaluation import value
 from uno_env import core
 from uno_env.cards import COPIES, NUM_ACTIONS, NUM_CARD_TYPES, card_rank
@@ -138,7 +139,7 @@ def _rollouts(rows: np.ndarray, players: np.ndarray, playouts: int, seed: int) -
             pack_row(rows[i], state, stream)
             core.advance(state, -1, players[i, 0], players[i, 1], stream, legal, _MAX_PLAYOUT)
             outcome = state[core.OUTCOME]
-            total += 1.0 if outcome == 0 else 0.0 if outcome == 1 else 0.5  # a draw or a playout cut short: 1/2
+            total += reward_of(outcome)  # seat 0's score: a draw or a playout cut short counts 1/2
         out[i] = total / playouts
     return out
 
