@@ -59,7 +59,6 @@ from uno_env.belief.models import (
     RuleModel,
     WildsFirstModel,
 )
-from uno_env.belief.preference import PREFERENCE_MODEL
 from uno_env.core import COMPILED_PLAYERS
 
 #: The likelihood code of the filter for a learned mixture (not a code of ``models.action_likelihood``).
@@ -126,9 +125,6 @@ class LearnedOpponent:
         self.proposal = proposal
         #: The uniform candidate's index among the candidates.
         self.uniform = codes.index(RANDOM_MODEL)
-        #: The preference candidate's index among the candidates (-1: none), and the step of its weights' updates.
-        self.preference = codes.index(PREFERENCE_MODEL) if PREFERENCE_MODEL in codes else -1
-        self.rate = candidates[self.preference].rate if self.preference >= 0 else 0.0
 
     def candidate_players(self) -> tuple[str, ...]:
         """The compiled player each candidate describes (its class attribute ``player``, a name of

@@ -58,19 +58,6 @@ _ACTION_CARD = np.array([action_card(a) for a in range(60)], np.int64)
 
 
 @njit(cache=True)
-def legal_plays(hand: np.ndarray, colour: int, top_rank: int, legal: np.ndarray) -> int:
-    """Write the play actions ``hand`` (54 counts) can make with ``colour`` / ``top_rank`` in force into ``legal``
-    (ascending, at least 60 ints); return how many."""
-    n = 0
-    for i in range(_PLAYABLE_COUNT[colour, top_rank]):
-        candidate = _PLAYABLE_ACTIONS[colour, top_rank, i]
-        if hand[_ACTION_CARD[candidate]] > 0:
-            legal[n] = candidate
-            n += 1
-    return n
-
-
-@njit(cache=True)
 def action_likelihood(model: int, hand: np.ndarray, action: int, colour: int, top_rank: int,
                       opponent_hand_size: int, legal: np.ndarray) -> float:
     """``pi_2(action | hand)`` of a play ``action`` made with ``colour`` / ``top_rank`` in force.
@@ -86,7 +73,12 @@ def action_likelihood(model: int, hand: np.ndarray, action: int, colour: int, to
         return 0.0
     if model == PLAIN_MODEL:
         return 1.0
-    n = legal_plays(hand, colour, top_rank, legal)
+    n = 0
+    for i in range(_PLAYABLE_COUNT[colour, top_rank]):
+        candidate = _PLAYABLE_ACTIONS[colour, top_rank, i]
+        if hand[_ACTION_CARD[candidate]] > 0:
+            legal[n] = candidate
+            n += 1
     policy = _MODEL_POLICY[model]
     _, options = player_options(policy, hand, opponent_hand_size, legal, n)
     chosen = 0.0

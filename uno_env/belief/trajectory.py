@@ -50,7 +50,6 @@ import numpy as np
 from uno_env.belief.filters import ParticleBelief, check_particles, feature_sets_at
 from uno_env.belief.learned import LearnedOpponent
 from uno_env.belief.models import PLAIN_MODEL, OpponentModel
-from uno_env.belief.preference import N_PREFERENCES
 from uno_env.belief.sampling import seeded_stream
 from uno_env.belief.tracker import Decision, PublicTracker
 from uno_env.belief.trajectory_kernels import (
@@ -111,13 +110,6 @@ class TrajectoryBelief(PublicTracker):
         self._weights = self._prior.copy()
         self._start_weights = self._prior
         self._log_ratio = np.zeros((n_particles, len(self._codes)))
-        self._preference = model.preference if learned else -1
-        self._rate = model.rate if learned else 0.0
-        width = N_PREFERENCES if self._preference >= 0 else 0
-        self._theta_prior = np.zeros(width)
-        self._start_theta = self._theta_prior
-        self._theta = np.zeros(width)
-        self._gradients = np.zeros((n_particles, width))
         self._ratio_buf = np.zeros_like(self._log_ratio)
         self._scratch = np.zeros(len(self._codes))
         self.moves = moves
@@ -142,7 +134,6 @@ class TrajectoryBelief(PublicTracker):
         self._start(view)
         self._stream = seeded_stream(self.rng)
         self._start_weights = self._prior
-        self._start_theta = self._theta_prior
         self._restart()
         self._forgotten = 0.0  # log-evidence of the events a fallback forgot
         self._run(fresh=True)
@@ -170,7 +161,6 @@ class TrajectoryBelief(PublicTracker):
             size, pool = kept[0, HAND], kept[0, POOL:]
         self._log = np.zeros((64, LOG_WIDTH), np.int64)
         self._mix = np.zeros((64, len(self._codes)))
-        self._thetas = np.zeros((64, len(self._theta)))
         self._slot_events = np.zeros(16, np.int64)
         self._events = self._slots_used = 0
         self._slots = np.zeros((self.n_particles, 16), np.int8)
@@ -189,7 +179,6 @@ class TrajectoryBelief(PublicTracker):
         if self._events == len(self._log):
             self._log = np.vstack((self._log, np.zeros_like(self._log)))
             self._mix = np.vstack((self._mix, np.zeros_like(self._mix)))
-            self._thetas = np.vstack((self._thetas, np.zeros_like(self._thetas)))
         self._log[self._events] = row
         if row[KIND] == SLOT_EVENT:
             if self._slots_used == len(self._slot_events):
@@ -222,7 +211,6 @@ class TrajectoryBelief(PublicTracker):
             self._done = 0
             self._evidence[0] = 0.0
             self._weights[:] = self._start_weights
-            self._theta[:] = self._start_theta
             self._log_ratio[:] = 0.0
         # The kernel takes its NamedTuples as plain tuples of their fields (trajectory_kernels' docstring).
         failed = advance((self._log, self._slot_events), self._done, self._events, self._particles_fields(),
@@ -255,7 +243,6 @@ class TrajectoryBelief(PublicTracker):
             # explained, is charged the Monte Carlo bound 1/N (its likelihood may be 0: a model that is wrong).
             self._forgotten += self._evidence[0] - np.log(self.n_particles)
             self._start_weights = self._weights.copy()  # what was learned of the opponent is kept
-            self._start_theta = self._theta.copy()
             self._restart(failed + 1 if failed == self._deal_size else failed)
             failed = self._run(fresh=True)
 
@@ -277,8 +264,7 @@ class TrajectoryBelief(PublicTracker):
     def likelihood(self) -> Likelihood:
         """The opponent model as the kernels take it (its arrays are the filter's own)."""
         return Likelihood(self.model_code, self._codes, self._mix, self._weights, self._share, self._start_weights,
-                          self._adaptive, self._log_ratio, self._ratio_buf, self._scratch, self._preference,
-                          self._theta, self._thetas, self._gradients, self._rate)
+                          self._adaptive, self._log_ratio, self._ratio_buf, self._scratch)
 
     def _answer_weights(self) -> np.ndarray:
         """The particles' normalized weights in the answers. With a learned model, the Bayesian model average:
@@ -330,7 +316,6 @@ class TrajectoryBelief(PublicTracker):
         learned model there is nothing to carry."""
         if isinstance(self.model, LearnedOpponent):
             self._prior = self._weights.copy()
-            self._theta_prior = self._theta.copy()
 
     def model_weights(self) -> np.ndarray | None:
         """The learned weights of the candidate models (``model.candidates`` order) given the public history so far;

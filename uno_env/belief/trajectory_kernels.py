@@ -17,7 +17,6 @@ from numba import njit
 
 from uno_env.belief.learned import LEARNED_MODEL
 from uno_env.belief.models import PLAIN_MODEL, RULE_MODEL, action_likelihood
-from uno_env.belief.preference import preference_likelihood
 from uno_env.belief.sampling import ess, systematic_sources
 from uno_env.cards import NUM_CARD_TYPES, NUM_COLOURS, PLAYABLE
 from uno_env.core import below, uniform
@@ -66,16 +65,6 @@ class Likelihood(NamedTuple):
     #: Scratch: a copy of ``log_ratio`` while resampling (N x K), and each candidate's likelihood (K,).
     ratio_buf: np.ndarray
     scratch: np.ndarray
-    #: The index of the preference candidate among the candidates (:mod:`uno_env.belief.preference`), or -1.
-    preference: int
-    #: Its current weights (F,), updated in place after each play, and the weights in force at each logged event
-    #: (events capacity x F; set at the plays).
-    theta: np.ndarray
-    thetas: np.ndarray
-    #: Scratch: each particle's gradient of the play's log-likelihood under the preference candidate (N x F).
-    gradients: np.ndarray
-    #: The step of its update.
-    rate: float
 
 
 class History(NamedTuple):
@@ -125,12 +114,8 @@ def _play_likelihood(lik: Likelihood, log: np.ndarray, e: int, hand: np.ndarray,
         return action_likelihood(lik.code, hand, log[e, ACTION], log[e, COLOUR], log[e, RANK], log[e, OPP], legal)
     like = 0.0
     for k in range(len(lik.codes)):
-        if k == lik.preference:
-            lik.scratch[k] = preference_likelihood(lik.thetas[e], hand, log[e, ACTION], log[e, COLOUR],
-                                                   log[e, RANK], legal, lik.theta[:0])
-        else:
-            lik.scratch[k] = action_likelihood(lik.codes[k], hand, log[e, ACTION], log[e, COLOUR], log[e, RANK],
-                                               log[e, OPP], legal)
+        lik.scratch[k] = action_likelihood(lik.codes[k], hand, log[e, ACTION], log[e, COLOUR], log[e, RANK],
+                                           log[e, OPP], legal)
         like += lik.mix[e, k] * lik.scratch[k]
     return like
 
@@ -186,28 +171,6 @@ def _learn(lik: Likelihood, w: np.ndarray) -> None:
 
 
 @njit(cache=True)
-def _learn_preference(lik: Likelihood, w: np.ndarray) -> None:
-    """One gradient step of the preference candidate's weights: the play's log-likelihood gradients of the
-    particles (``lik.gradients``) averaged by the candidate's posterior, ``w_p exp(log_ratio[p, k])``."""
-    k = lik.preference
-    top = -np.inf
-    for p in range(len(w)):
-        if w[p] > 0.0 and lik.log_ratio[p, k] > top:
-            top = lik.log_ratio[p, k]
-    if top == -np.inf:
-        return
-    total = 0.0
-    for p in range(len(w)):
-        if w[p] > 0.0:
-            total += w[p] * np.exp(lik.log_ratio[p, k] - top)
-    for p in range(len(w)):
-        if w[p] > 0.0:
-            step = lik.rate * w[p] * np.exp(lik.log_ratio[p, k] - top) / total
-            for f in range(len(lik.theta)):
-                lik.theta[f] += step * lik.gradients[p, f]
-
-
-@njit(cache=True)
 def _deck_draw(log: np.ndarray, e: int, hand: np.ndarray, stream: np.ndarray) -> int:
     """A card type drawn uniformly from the deck at event ``e`` given the opponent's hand there."""
     total = 0
@@ -255,8 +218,6 @@ def _apply(log: np.ndarray, e: int, slots: np.ndarray, hands: np.ndarray, w: np.
         # histories it explains, so one that gained weight early cannot starve the others of evidence.
         for k in range(len(lik.codes)):  # in place: no array made per play
             lik.mix[e, k] = 0.5 * (lik.prior[k] + lik.weights[k]) if lik.adaptive else lik.prior[k]
-        if lik.preference >= 0:
-            lik.thetas[e] = lik.theta
     total = 0.0
     for p in range(len(w)):
         if w[p] == 0.0:
@@ -273,9 +234,6 @@ def _apply(log: np.ndarray, e: int, slots: np.ndarray, hands: np.ndarray, w: np.
             like = _play_likelihood(lik, log, e, hand, legal)
             w[p] *= like
             if like > 0.0:
-                if learning and lik.preference >= 0:
-                    preference_likelihood(lik.thetas[e], hand, log[e, ACTION], log[e, COLOUR], log[e, RANK], legal,
-                                          lik.gradients[p])
                 hand[log[e, CARD]] -= 1
                 if learning:
                     _add_log_ratios(lik, p, like)
@@ -458,8 +416,6 @@ def advance(history_fields: tuple, start: int, stop: int, particles_fields: tupl
         evidence[0] += np.log(total)
         if lik.code == LEARNED_MODEL and log[e, KIND] == PLAY_EVENT:
             _learn(lik, w)
-            if lik.preference >= 0:
-                _learn_preference(lik, w)
         n_slots += log[e, KIND] == SLOT_EVENT
         if particle_ess(w) < schedule.threshold * n:
             _rejuvenate(history, e + 1, n_slots, particles, lik, schedule.moves, stream, buffers, stats)
