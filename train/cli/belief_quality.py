@@ -13,10 +13,12 @@ from collections.abc import Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from train.evaluation.belief_quality import QualityResult, measure_exact, measure_quality
+from train.evaluation.belief_quality import QualityResult, measure_exact, measure_quality, opponents_table
 from uno_env.belief import MAX_PARTICLES
 from uno_env.belief.filters import check_particles
+from uno_env.belief.models import opponent_model
 from uno_env.policy import make_policy, policy_names
+from uno_env.styles import HELD_OUT_STYLES
 
 
 def _positive(text: str) -> int:
@@ -45,7 +47,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--games", type=_positive, default=200, help="games to play (default 200)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--tracked", default="random", help="policy of the tracked seat (default random)")
-    parser.add_argument("--opponent", default="random", help="policy of the opponent (default random)")
+    parser.add_argument("--opponent", nargs="+", default=["random"],
+                        help="policy of the opponent (default random); with several, one row of log-losses each and "
+                             "the differences with the plain filter")
     parser.add_argument("--particles", type=_particles, nargs="*", default=[100, 1000],
                         help="particle counts of the plain-likelihood filters (default 100 1000)")
     parser.add_argument("--aware", type=_particles, nargs="*", default=[1000],
@@ -67,11 +71,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="played games: games in a row against the same opponent, the learned opponent model "
                              "carrying what it learned from one to the next (default 1: each game alone)")
     args = parser.parse_args(argv)
-    for role in ("tracked", "opponent"):
+    for role, name in [("tracked", args.tracked)] + [("opponent", name) for name in args.opponent]:
         try:
-            make_policy(getattr(args, role))
+            make_policy(name)
         except ValueError:
-            parser.error(f"--{role} {getattr(args, role)!r}: unknown policy; known: {', '.join(policy_names())}")
+            parser.error(f"--{role} {name!r}: unknown policy; known: {', '.join(policy_names())}")
+    if len(args.opponent) > 1 and (args.exact or args.figure):
+        parser.error("several --opponent values make one table of played games: not with --exact or --figure")
+    if len(args.opponent) > 1 and not args.particles:
+        parser.error("several --opponent values compare every belief with the plain filter: give --particles")
+    unmodelled = [name for name in args.opponent if opponent_model(make_policy(name)) is None]
+    if len(args.opponent) > 1 and args.aware and unmodelled:
+        parser.error(f"--opponent {unmodelled[0]!r} has no model to tell a policy-aware filter, so its row would lack "
+                     "that column: leave it out, or drop --aware")
     if args.exact and args.match > 1:
         parser.error("--match is for played games, not --exact's positions")
     if args.exact and 2 * args.hands + args.deck > 99:  # 9 discarded cards always include a coloured top card
@@ -79,10 +91,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     print(f"command: python -m train.cli.belief_quality {' '.join(sys.argv[1:] if argv is None else argv)}")
     print(f"machine: {platform.machine()}, Python {platform.python_version()}, numpy {np.__version__}")
-    common = {"games": args.games, "seed": args.seed, "tracked": args.tracked, "opponent": args.opponent,
+    common = {"games": args.games, "seed": args.seed, "tracked": args.tracked, "opponent": args.opponent[0],
               "particles": args.particles, "aware": args.aware, "plain": args.plain,
               "trajectory": args.trajectory, "learned": args.learned,
               "workers": args.workers}
+    if len(args.opponent) > 1:
+        results = []
+        for opponent in args.opponent:
+            results.append(measure_quality(match=args.match, **{**common, "opponent": opponent}))
+            print(f"{opponent}: {results[-1].counts.sum()} decisions scored; {results[-1].seconds:.0f} s", flush=True)
+        print("\nLog-loss (nats per card type):\n")
+        print(opponents_table(results, dict.fromkeys(HELD_OUT_STYLES, "held out")))
+        return 0
     if args.exact:
         result = measure_exact(hand_size=args.hands, deck_size=args.deck, max_support=args.max_support, **common)
         used = result.counts > 0

@@ -252,6 +252,44 @@ class QualityResult:
         return out
 
 
+def opponents_table(results: Sequence[QualityResult], marks: dict[str, str] | None = None) -> str:
+    """Markdown table of the same beliefs measured against several opponents, one row each: every belief's mean
+    log-loss, then each belief's paired difference with the plain filter (the first ``particles`` belief) and its 95%
+    interval, decision by decision with games as clusters. The last row averages the opponents' rows, its intervals
+    combining the opponents' as independent. ``marks`` adds a note after an opponent's name (``"held out"``).
+
+    Raises:
+        ValueError: if the results do not measure the same beliefs, or no belief is a plain filter.
+    """
+    names = results[0].names
+    if any(result.names != names for result in results):
+        raise ValueError("the results measure different beliefs: one table needs the same beliefs against each")
+    plain = next((b for b, name in enumerate(names) if name.startswith("particles")), None)
+    if plain is None:
+        raise ValueError("no plain filter (a 'particles' belief) to take the differences against")
+    others = [b for b, name in enumerate(names) if b != plain and name != "counting"]
+    header = ["opponent", *names, *(f"{names[b]} minus {names[plain]} (95%)" for b in others)]
+    lines = ["| " + " | ".join(header) + " |", "| --- |" + " ---: |" * (len(header) - 1)]
+    means, diffs, ses = [], [], []
+    for result in results:
+        mean, _ = cluster_mean(result.sums[:, :, 0], result.counts)
+        diff, se = cluster_mean(result.sums[:, others, 0] - result.sums[:, plain:plain + 1, 0], result.counts)
+        means.append(mean), diffs.append(diff), ses.append(se)
+        opponent = result.meta["opponent"]
+        note = f" ({marks[opponent]})" if marks and opponent in marks else ""
+        lines.append(_opponent_row(f"`{opponent}`{note}", mean, diff, se))
+    if len(results) > 1:
+        se = np.sqrt((np.array(ses) ** 2).sum(axis=0)) / len(results)
+        lines.append(_opponent_row(f"mean of the {len(results)}", np.mean(means, axis=0), np.mean(diffs, axis=0), se))
+    return "\n".join(lines)
+
+
+def _opponent_row(label: str, mean: np.ndarray, diff: np.ndarray, se: np.ndarray) -> str:
+    cells = [f"{m:.4f}" for m in mean] + [f"{d:+.4f} ({d - _Z95 * e:+.4f} .. {d + _Z95 * e:+.4f})"
+                                           for d, e in zip(diff, se, strict=True)]
+    return f"| {label} | " + " | ".join(cells) + " |"
+
+
 #: Game phases of :meth:`QualityResult.phase_table`: (label, column of ``phases``, low, high), both bounds included.
 PHASES = (("opponent holds 1-2", 0, 1, 2), ("opponent holds 3-4", 0, 3, 4), ("opponent holds 5-7", 0, 5, 7),
           ("opponent holds 8+", 0, 8, 10**6), ("decisions 1-5", 1, 0, 4), ("decisions 6-10", 1, 5, 9),
