@@ -47,6 +47,9 @@ def test_a_table_of_results_that_measured_other_beliefs_is_refused():
     other.names = ["counting", "particles N=10", "policy-aware N=10"]
     with pytest.raises(ValueError, match="different beliefs"):
         opponents_table([_result("random", [[1.0, 1.0, 1.0]], [10]), other])
+    other.names = ["counting", "learned N=10", "policy-aware N=10"]
+    with pytest.raises(ValueError, match="no plain filter"):
+        opponents_table([other])
 
 
 @pytest.mark.parametrize(("argv", "message"), [

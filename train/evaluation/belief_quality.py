@@ -3,6 +3,7 @@
     .venv/bin/python -m train.cli.belief_quality --games 200 --seed 0                 # random vs random
     .venv/bin/python -m train.cli.belief_quality --games 200 --tracked rule --opponent rule
     .venv/bin/python -m train.cli.belief_quality --exact --games 300 --seed 0         # against exact enumeration
+    .venv/bin/python -m train.cli.belief_quality --games 40 --tracked rule --opponent rule hold-wilds --learned 1000
 
 **Played games** (:func:`measure_quality`): seeded games between the tracked seat's policy and the opponent's
 (:func:`uno_env.match.play_game`, first mover alternating). Every tracker is created at the deal and fed the
@@ -24,7 +25,9 @@ from a match's first game to its last, and between games a tracker that can (a l
 
 Means are over decisions. Decisions of one game are correlated, so standard errors treat games as clusters
 (the ratio estimator's cluster-robust error, :func:`cluster_mean`), and the paired difference tracker minus
-counting is computed decision by decision on the same decisions, with its 95% interval (mean +- 1.96 SE).
+counting is computed decision by decision on the same decisions, with its 95% interval (mean +- 1.96 SE). Against
+several opponents, :func:`opponents_table` gives each belief's log-loss per opponent and its paired difference with
+the plain filter.
 
 **Exact enumeration** (:func:`measure_exact`): the enumeration of :class:`ExactBelief` fits only small
 positions, so games start from random small positions: a shuffled deck dealt as ``--hands`` cards to each
@@ -270,17 +273,18 @@ def opponents_table(results: Sequence[QualityResult], marks: dict[str, str] | No
     others = [b for b, name in enumerate(names) if b != plain and name != "counting"]
     header = ["opponent", *names, *(f"{names[b]} minus {names[plain]} (95%)" for b in others)]
     lines = ["| " + " | ".join(header) + " |", "| --- |" + " ---: |" * (len(header) - 1)]
-    means, diffs, ses = [], [], []
+    rows = []
     for result in results:
-        mean, _ = cluster_mean(result.sums[:, :, 0], result.counts)
+        mean = cluster_mean(result.sums[:, :, 0], result.counts)[0]
         diff, se = cluster_mean(result.sums[:, others, 0] - result.sums[:, plain:plain + 1, 0], result.counts)
-        means.append(mean), diffs.append(diff), ses.append(se)
+        rows.append((mean, diff, se))
         opponent = result.meta["opponent"]
         note = f" ({marks[opponent]})" if marks and opponent in marks else ""
         lines.append(_opponent_row(f"`{opponent}`{note}", mean, diff, se))
     if len(results) > 1:
-        se = np.sqrt((np.array(ses) ** 2).sum(axis=0)) / len(results)
-        lines.append(_opponent_row(f"mean of the {len(results)}", np.mean(means, axis=0), np.mean(diffs, axis=0), se))
+        means, diffs, ses = (np.array(column) for column in zip(*rows, strict=True))
+        lines.append(_opponent_row(f"mean of the {len(results)}", means.mean(axis=0), diffs.mean(axis=0),
+                                   np.sqrt((ses**2).sum(axis=0)) / len(results)))
     return "\n".join(lines)
 
 
