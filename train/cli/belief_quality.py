@@ -71,17 +71,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="played games: games in a row against the same opponent, the learned opponent model "
                              "carrying what it learned from one to the next (default 1: each game alone)")
     args = parser.parse_args(argv)
+    policies = {}
     for role, name in [("tracked", args.tracked)] + [("opponent", name) for name in args.opponent]:
         try:
-            make_policy(name)
+            policies[name] = make_policy(name)
         except ValueError:
             parser.error(f"--{role} {name!r}: unknown policy; known: {', '.join(policy_names())}")
-    if len(args.opponent) > 1 and (args.exact or args.figure):
+    several = len(args.opponent) > 1
+    if several and (args.exact or args.figure):
         parser.error("several --opponent values make one table of played games: not with --exact or --figure")
-    if len(args.opponent) > 1 and not args.particles:
+    if several and not args.particles:
         parser.error("several --opponent values compare every belief with the plain filter: give --particles")
-    unmodelled = [name for name in args.opponent if opponent_model(make_policy(name)) is None]
-    if len(args.opponent) > 1 and args.aware and unmodelled:
+    unmodelled = [name for name in args.opponent if opponent_model(policies[name]) is None]
+    if several and args.aware and unmodelled:
         parser.error(f"--opponent {unmodelled[0]!r} has no model to tell a policy-aware filter, so its row would lack "
                      "that column: leave it out, or drop --aware")
     if args.exact and args.match > 1:
@@ -95,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               "particles": args.particles, "aware": args.aware, "plain": args.plain,
               "trajectory": args.trajectory, "learned": args.learned,
               "workers": args.workers}
-    if len(args.opponent) > 1:
+    if several:
         results = []
         for opponent in args.opponent:
             results.append(measure_quality(match=args.match, **{**common, "opponent": opponent}))

@@ -115,8 +115,9 @@ def _replay(rows: np.ndarray, codes: np.ndarray, params0: tuple | None, params1:
     moves = np.zeros(m, dtype=np.int64)
     waiting = np.empty((2, m), dtype=np.int64)
     chosen = np.empty(BATCH, dtype=np.int64)
+    count = np.zeros(2, dtype=np.int64)  # rows waiting on each seat's network this round
     while True:
-        count = np.zeros(2, dtype=np.int64)
+        count[:] = 0
         for i in range(m):
             while going[i]:
                 state = states[i]
