@@ -29,17 +29,18 @@ def test_each_row_gives_the_means_and_the_paired_difference_with_the_plain_filte
     # Two games of 10 and 30 decisions: the learned filter is 0.01 a decision below the plain one in the first and
     # 0.03 in the second, so the pooled difference is (0.1 + 0.9) / 40 = -0.025.
     first = _result("rule", [[3.0, 2.8, 2.7], [9.0, 8.1, 7.2]], [10, 30])
-    second = _result("hold-wilds", [[4.0, 3.6, 3.6], [4.0, 3.6, 3.6]], [10, 10])
+    # Two games of 10: the learned filter level with the plain one, then 0.02 above it: +0.01, SE 0.2 / 20 = 0.01.
+    second = _result("hold-wilds", [[4.0, 3.6, 3.6], [4.0, 3.6, 3.8]], [10, 10])
     lines = opponents_table([first, second], {"hold-wilds": "held out"}).splitlines()
     assert _cells(lines[0]) == ["opponent", *NAMES, "learned N=10 minus particles N=10 (95%)"]
     rule, held, mean = (_cells(line) for line in lines[2:])
     assert rule[:4] == ["`rule`", "0.3000", "0.2725", "0.2475"]
     # Games as clusters: residuals -0.1 + 0.25 and -0.9 + 0.75, so SE = sqrt(2 * 0.15**2 * 2 / 1) / 40 = 0.0075.
     assert rule[4] == "-0.0250 (-0.0397 .. -0.0103)"
-    assert held[0] == "`hold-wilds` (held out)" and held[4] == "+0.0000 (+0.0000 .. +0.0000)"
-    # The mean row: the opponents' means, and an interval combining theirs as independent (SE 0.0075 / 2).
-    assert mean[:4] == ["mean of the 2", "0.3500", "0.3162", "0.3037"]
-    assert mean[4] == "-0.0125 (-0.0198 .. -0.0051)"
+    assert held == ["`hold-wilds` (held out)", "0.4000", "0.3600", "0.3700", "+0.0100 (-0.0096 .. +0.0296)"]
+    # The mean row: the opponents' means, and an interval combining theirs as independent,
+    # SE sqrt(0.0075**2 + 0.01**2) / 2 = 0.00625.
+    assert mean == ["mean of the 2", "0.3500", "0.3162", "0.3087", "-0.0075 (-0.0197 .. +0.0047)"]
 
 
 def test_a_table_of_results_that_measured_other_beliefs_is_refused():
