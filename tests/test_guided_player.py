@@ -10,10 +10,10 @@ from agents.guided import guided_search
 from agents.ppo import PPOPolicy
 from agents.search import SearchPolicy
 from uno_env import core
-from uno_env.belief import LearnedOpponent
+from uno_env.belief import LearnedOpponent, RandomModel
 from uno_env.belief.learned import RULE_CANDIDATES
+from uno_env.belief.models import HighestNumberModel
 from uno_env.match import play_game
-from uno_env.opponents import RulePolicy
 from uno_env.policy import make_policy
 from uno_env.view import PublicView
 
@@ -38,10 +38,10 @@ class _Recorder:
         return action
 
 
-def _actions(player: SearchPolicy, seed: int) -> list[tuple[int, dict]]:
-    """The player's (action, root statistics) at each of its decisions in one game against ``rule``."""
+def _actions(player: SearchPolicy, seed: int, opponent: str = "rule") -> list[tuple[int, dict]]:
+    """The player's (action, root statistics) at each of its decisions in one game against ``opponent``."""
     recorder = _Recorder(player)
-    play_game((recorder, RulePolicy()), seed)
+    play_game((recorder, make_policy(opponent)), seed)
     return recorder.actions
 
 
@@ -77,6 +77,26 @@ def test_another_leaf_depth_plays_otherwise():
     # The twin test above must be able to fail: a change of one default changes the search's values.
     assert _actions(guided_search(simulations=64), seed=11) != _actions(guided_search(simulations=64, leaf_moves=0),
                                                                         seed=11)
+
+
+def test_a_model_of_the_opponent_and_modelled_rollouts_reach_the_search():
+    # benchmarks/guided_opponent.py's "told" player: the opponent's exact model plays its seat in the simulations.
+    network = PPOPolicy.load(SHIPPED)
+
+    def told() -> LearnedOpponent:
+        return LearnedOpponent((HighestNumberModel(), RandomModel()), prior=(99, 1), catch_all="random")
+
+    spelled_out = SearchPolicy(simulations=64, belief="particles", opponent_model=told(),
+                               rollout=actor_params(network), opponent_rollout="modelled",
+                               value=value_params(network), leaf_moves=4)
+    guided = guided_search(simulations=64, opponent_model=told(), opponent_rollout="modelled")
+    assert guided._compiled_rollout[1] is None  # the opponent's seat plays each world's candidate, not rule
+    moves = _actions(guided, seed=11, opponent="highest-number")
+    assert moves == _actions(spelled_out, seed=11, opponent="highest-number")
+    # Both settings change the search: the told model with rule rolling out, and the default model rolled out.
+    for other in (guided_search(simulations=64, opponent_model=told()),
+                  guided_search(simulations=64, opponent_rollout="modelled")):
+        assert _actions(other, seed=11, opponent="highest-number") != moves
 
 
 def test_a_network_it_cannot_use_is_refused_by_name(tmp_path):
