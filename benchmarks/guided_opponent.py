@@ -40,18 +40,52 @@ from uno_env.styles import HELD_OUT_STYLES
 VARIANTS = ("base", "told", "styles")
 
 
-def variant(name: str, opponent: str) -> SearchPolicy:
-    """The guided search ``name`` (module docstring) for games against ``opponent``."""
-    if name == "base":
-        return guided_search()
-    if name == "told":
-        model = opponent_model(make_policy(opponent))
-        if model is None:
-            raise ValueError(f"{opponent} carries no model of its play to tell the search")
-        told = LearnedOpponent((model, RandomModel()), prior=(99, 1), catch_all="random")
-        return guided_search(opponent_model=told, opponent_rollout="modelled")
+def base() -> SearchPolicy:
+    """``search-guided`` as it is."""
+    return guided_search()
+
+
+def styles() -> SearchPolicy:
+    """The guided search learning its opponent among the default candidates, which roll out the opponent's seat."""
     return guided_search(opponent_model=LearnedOpponent(catch_all="random", proposal="prior"),
                          opponent_rollout="modelled")
+
+
+def told(opponent: str) -> SearchPolicy:
+    """The guided search told ``opponent``: its exact model (and the uniform one) learned and rolled out."""
+    model = opponent_model(make_policy(opponent))
+    if model is None:
+        raise ValueError(f"{opponent} carries no model of its play to tell the search")
+    return guided_search(opponent_model=LearnedOpponent((model, RandomModel()), prior=(99, 1), catch_all="random"),
+                         opponent_rollout="modelled")
+
+
+def told_hold_wilds() -> SearchPolicy:
+    """:func:`told` ``hold-wilds``."""
+    return told("hold-wilds")
+
+
+def told_highest_number() -> SearchPolicy:
+    """:func:`told` ``highest-number``."""
+    return told("highest-number")
+
+
+def told_rule_fixed_colour() -> SearchPolicy:
+    """:func:`told` ``rule-fixed-colour``."""
+    return told("rule-fixed-colour")
+
+
+def spec(variant: str, opponent: str) -> str:
+    """The player spec of ``variant`` against ``opponent``: a factory of this module, so that each evaluation worker
+    builds the search once and keeps it (handed a search object instead, the workers played several times slower).
+
+    Raises:
+        ValueError: a told variant for an opponent this module has no factory for.
+    """
+    attribute = variant if variant != "told" else "told_" + opponent.replace("-", "_")
+    if attribute not in globals():
+        raise ValueError(f"no told search for {opponent!r}: the told variant knows {', '.join(HELD_OUT_STYLES)}")
+    return f"guided_opponent:{attribute}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,6 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.pairs < 1 or args.workers < 1:
         parser.error("--pairs and --workers must be at least 1")
     variants = ["base", *(name for name in args.variants if name != "base")]
+    try:
+        specs = {(name, opponent): spec(name, opponent) for name in variants for opponent in args.opponents}
+    except ValueError as error:
+        parser.error(str(error))
     args.out.mkdir(parents=True, exist_ok=True)
     cells: dict[tuple[str, str], list[np.ndarray]] = {}
     for seed in args.seeds:
@@ -74,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             for name in variants:
                 path = args.out / f"{name}-{opponent}-seed{seed}-pairs{args.pairs}.npz"
                 if not path.exists():
-                    (result,) = evaluate(variant(name, opponent), [opponent], args.pairs, seed, args.workers)
+                    (result,) = evaluate(specs[name, opponent], [opponent], args.pairs, seed, args.workers)
                     partial = path.with_suffix(".partial.npz")
                     np.savez(partial, pair_scores=result.pair_scores)
                     partial.replace(path)  # a kill leaves the cell whole or absent
