@@ -18,7 +18,8 @@ player measured in docs/results.md ("Strength of the shipped players"):
 the opponent the model has learned instead of ``rule`` (``opponent_rollout="modelled"``: each world's opponent is a
 candidate drawn by the learned weights, :mod:`agents.search`). Told the opponent (a model whose candidates are its
 exact model and the uniform one) or learning it among the training styles, the search was measured against the
-held-out styles in docs/results.md ("The guided search that models its opponent").
+held-out styles in docs/results.md ("The guided search that models its opponent"): told, +1.7 points (+0.2 .. +3.2);
+learning among the training styles, -0.3 (-2.5 .. +1.8).
 
 Strength, with the shipped ``search-q-none`` as the network and 1,800 or 3,000 simulations a decision: **65.1%
 (64.5% - 65.8%) against** ``rule`` over 8,000 fresh deal pairs, where the network alone wins 56.2%; 77.8% against
